@@ -1,0 +1,55 @@
+# structperc — every target sets up .venv on first use.  `make help` lists them.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+TORCH_PIN := torch==2.13.0
+
+# The CoNLL data folder: $STRUCTPERC_DATA if set, else ../shared/data when it exists.
+ifeq ($(origin STRUCTPERC_DATA), undefined)
+  ifneq ($(wildcard ../shared/data),)
+    export STRUCTPERC_DATA := $(abspath ../shared/data)
+  endif
+endif
+
+.DEFAULT_GOAL := help
+.PHONY: help setup run smoke test test-all bench lint format tb clean
+
+help: ## Show this help
+	@grep -E '^[a-zA-Z_-]+:.*?## .*$$' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q $(TORCH_PIN)
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP) ## Create .venv and install structperc with its dev tools
+
+run: $(STAMP) ## The main job: train and evaluate on CoNLL-2003 (outputs under outputs/)
+	$(PY) -m structperc.run +experiment=conll03_local
+
+smoke: $(STAMP) ## A one-minute run on 40 documents
+	$(PY) -m structperc.run +experiment=conll03_local data.max_docs=40 trainer.max_epochs=3 hydra.run.dir=outputs/smoke
+
+test: $(STAMP) ## Run the test suite (fast: synthetic data and slices of the real data)
+	$(PY) -m pytest -q
+
+bench: $(STAMP) ## Speed against CRFsuite on CoNLL-2003; writes experiments/bench/
+	$(PY) experiments/bench/bench.py
+
+lint: $(STAMP) ## ruff check and format check
+	$(VENV)/bin/ruff check structperc tests experiments
+	$(VENV)/bin/ruff format --check structperc tests experiments
+
+format: $(STAMP) ## ruff fix and format
+	$(VENV)/bin/ruff check --fix structperc tests experiments
+	$(VENV)/bin/ruff format structperc tests experiments
+
+tb: $(STAMP) ## TensorBoard over all runs (outputs/ and multirun/)
+	$(VENV)/bin/tensorboard --logdir . --host 127.0.0.1
+
+clean: ## Remove the venv, caches and run outputs
+	rm -rf $(VENV) .cache outputs multirun .pytest_cache .ruff_cache

@@ -1,0 +1,31 @@
+"""The unit of data: a document, i.e. a token sequence with its columns and its tags.
+
+Kazama & Torisawa (2007) concatenate the sentences of a CoNLL-2003 document into one sequence;
+the boundaries are kept in ``sentence_starts`` so a writer can restore them.  For CoNLL-2000
+(no ``-DOCSTART-`` lines) every sentence is its own document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Document:
+    """One sequence to label.
+
+    tokens:          the words, length T.
+    columns:         the other input columns by name ("pos", "chunk"), each of length T.
+    tags:            the gold labels in IOB2, length T, or None when the input has none.
+    sentence_starts: index of the first token of each sentence, ascending, starting with 0.
+    source:          "path:line" of the document's first token, for messages.
+    """
+
+    tokens: list[str]
+    columns: dict[str, list[str]] = field(default_factory=dict)
+    tags: list[str] | None = None
+    sentence_starts: list[int] = field(default_factory=lambda: [0])
+    source: str = ""
+
+    def __len__(self) -> int:
+        return len(self.tokens)

@@ -1,0 +1,205 @@
+"""Chunk-level evaluation equivalent to ``conlleval.pl``.
+
+Reference: the evaluation script of the CoNLL-2000 shared task (Tjong Kim Sang & Buchholz, 2000,
+"Introduction to the CoNLL-2000 Shared Task: Chunking"), ``conlleval.pl`` version 2004-01-26,
+also used for CoNLL-2002/2003 NER.
+
+A label ``P-TYPE`` is split at its first hyphen into a prefix ``P`` and a type (``O`` and other
+labels without a hyphen have the empty type).  Chunk boundaries follow conlleval's
+``startOfChunk``/``endOfChunk`` exactly, with an implicit ``O`` before and after every document.
+A chunk starts at a token when the previous/current prefixes are B/B, I/B, O/B, O/I, E/E, E/I or
+O/E, when the token's prefix is not ``O`` or ``.`` and its type differs from the previous type,
+or when its prefix is ``[`` or ``]``.  A chunk ends before a token when the pair is B/B, B/O, I/B,
+I/O, E/E, E/I or E/O, when the previous prefix is not ``O`` or ``.`` and the type changes, or
+when the previous prefix is ``[`` or ``]``.  Hence IOB1, IOB2 and IOE1/IOE2 are read correctly
+(an ``I-X`` after ``O`` or after another type starts a chunk; ``B-X`` starts one).  Like
+conlleval.pl, ``S-`` prefixes and an ``E-X`` -> ``B-X`` transition are *not* boundaries, so
+IOBES input must be converted to IOB2 first.
+
+A predicted chunk is correct when a gold chunk has the same start, end and type.  With
+``correct``, ``pred`` and ``gold`` chunk counts (overall or for one type), in percent:
+
+    P  = 100 * correct / pred        (0 when pred == 0)
+    R  = 100 * correct / gold        (0 when gold == 0)
+    F1 = 2 * P * R / (P + R)         (0 when P + R == 0)
+    accuracy = 100 * (tokens whose gold and predicted labels agree) / tokens   (0 when no tokens)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+__all__ = ["ChunkScores", "TypeScores", "chunk_spans", "evaluate"]
+
+_B_STARTS = {("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"), ("E", "E"), ("E", "I"), ("O", "E")}
+_B_ENDS = {("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"), ("E", "E"), ("E", "I"), ("E", "O")}
+_O = ("O", "")
+
+
+def _split(label: str) -> tuple[str, str]:
+    """``"I-ORG"`` -> ``("I", "ORG")``; split at the first hyphen like conlleval's regex."""
+    prefix, sep, typ = label.partition("-")
+    if not sep:
+        return label, ""
+    return prefix, ("" if typ == "0" else typ)  # Perl's truthiness turns a type "0" into ""
+
+
+def _start(prev: tuple[str, str], cur: tuple[str, str]) -> bool:
+    """conlleval's ``startOfChunk``: does a chunk start at ``cur``?"""
+    (pt, ptype), (t, typ) = prev, cur
+    return (pt, t) in _B_STARTS or (t != "O" and t != "." and ptype != typ) or t == "[" or t == "]"
+
+
+def _end(prev: tuple[str, str], cur: tuple[str, str]) -> bool:
+    """conlleval's ``endOfChunk``: does a chunk end between ``prev`` and ``cur``?"""
+    (pt, ptype), (t, typ) = prev, cur
+    return (
+        (pt, t) in _B_ENDS or (pt != "O" and pt != "." and ptype != typ) or pt == "[" or pt == "]"
+    )
+
+
+def chunk_spans(tags: list[str]) -> set[tuple[int, int, str]]:
+    """The chunks of one document as ``(start, end, type)`` with ``end`` exclusive.
+
+    ``["I-PER", "I-PER", "O", "B-LOC"]`` -> ``{(0, 2, "PER"), (3, 4, "LOC")}``.  A chunk's type is
+    the type of its first token.  (Only for malformed prefixes such as ``[``/``]`` can a chunk
+    start while another is open; the open one is then closed there.)
+    """
+    spans: set[tuple[int, int, str]] = set()
+    prev = _O
+    begin = -1
+    typ = ""
+    for i, label in enumerate([*tags, "O"]):
+        cur = _split(label)
+        if begin >= 0 and _end(prev, cur):
+            spans.add((begin, i, typ))
+            begin = -1
+        if _start(prev, cur):
+            if begin >= 0:
+                spans.add((begin, i, typ))
+            begin, typ = i, cur[1]
+        prev = cur
+    if begin >= 0:  # only for malformed labels that never end, e.g. a bare "S"
+        spans.add((begin, len(tags), typ))
+    return spans
+
+
+def _prf(correct: int, pred: int, gold: int) -> tuple[float, float, float]:
+    p = 100.0 * correct / pred if pred else 0.0
+    r = 100.0 * correct / gold if gold else 0.0
+    f = 2.0 * p * r / (p + r) if p + r else 0.0
+    return p, r, f
+
+
+@dataclass(frozen=True)
+class TypeScores:
+    """Scores of one chunk type; precision/recall/f1 in percent (0..100)."""
+
+    precision: float
+    recall: float
+    f1: float
+    n_gold: int
+    n_pred: int
+    n_correct: int
+
+
+@dataclass(frozen=True)
+class ChunkScores:
+    """Overall conlleval scores; precision/recall/f1/accuracy in percent (0..100).
+
+    ``per_type`` maps every type found in gold or predictions to its scores, sorted by name.
+    """
+
+    precision: float
+    recall: float
+    f1: float
+    accuracy: float
+    n_gold: int
+    n_pred: int
+    n_correct: int
+    n_tokens: int
+    per_type: dict[str, TypeScores] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable dict (``per_type`` becomes a dict of dicts)."""
+        return asdict(self)
+
+    def format(self) -> str:
+        """A table laid out like conlleval.pl's output (the last column is ``n_pred``)."""
+        lines = [
+            f"processed {self.n_tokens} tokens with {self.n_gold} phrases; "
+            f"found: {self.n_pred} phrases; correct: {self.n_correct}."
+        ]
+        if self.n_tokens:
+            lines.append(
+                f"accuracy: {self.accuracy:6.2f}%; precision: {self.precision:6.2f}%; "
+                f"recall: {self.recall:6.2f}%; FB1: {self.f1:6.2f}"
+            )
+        for name, s in self.per_type.items():
+            lines.append(
+                f"{name:>17}: precision: {s.precision:6.2f}%; recall: {s.recall:6.2f}%; "
+                f"FB1: {s.f1:6.2f}  {s.n_pred}"
+            )
+        return "\n".join(lines)
+
+
+def evaluate(gold: list[list[str]], pred: list[list[str]]) -> ChunkScores:
+    """Score predicted label sequences against gold ones, one list of labels per document.
+
+    A literal port of conlleval.pl's counting loop: chunks are counted where they start, and a
+    predicted chunk is correct when it starts and ends together with a gold chunk of the same
+    type.  For labels with prefixes B/I/E/S/O this equals comparing the sets from
+    :func:`chunk_spans`.  Raises ValueError if the number of documents or the length of a
+    document differs.
+    """
+    if len(gold) != len(pred):
+        raise ValueError(f"gold has {len(gold)} documents but pred has {len(pred)}")
+    counts: dict[str, list[int]] = {}  # type -> [gold, pred, correct]
+    n_tokens = n_agree = 0
+    split: dict[str, tuple[str, str]] = {}
+    in_correct = False  # inside a gold and a predicted chunk that started together
+    for d, (g_tags, p_tags) in enumerate(zip(gold, pred, strict=True)):
+        if len(g_tags) != len(p_tags):
+            raise ValueError(
+                f"document {d}: gold has {len(g_tags)} labels but pred has {len(p_tags)}"
+            )
+        n_tokens += len(g_tags)
+        lg = lp = _O  # previous gold / predicted (prefix, type)
+        for gl, pl in [*zip(g_tags, p_tags, strict=True), ("O", "O")]:
+            g = split.get(gl) or split.setdefault(gl, _split(gl))
+            p = split.get(pl) or split.setdefault(pl, _split(pl))
+            if in_correct:
+                g_end, p_end = _end(lg, g), _end(lp, p)
+                if g_end and p_end and lg[1] == lp[1]:
+                    in_correct = False
+                    counts.setdefault(lg[1], [0, 0, 0])[2] += 1
+                elif g_end != p_end or g[1] != p[1]:
+                    in_correct = False
+            g_start, p_start = _start(lg, g), _start(lp, p)
+            if g_start:
+                counts.setdefault(g[1], [0, 0, 0])[0] += 1
+            if p_start:
+                counts.setdefault(p[1], [0, 0, 0])[1] += 1
+            in_correct = in_correct or (g_start and p_start and g[1] == p[1])
+            n_agree += g == p
+            lg, lp = g, p
+        n_agree -= 1  # the sentinel ("O", "O"), conlleval's blank line between documents
+    if in_correct:  # only with odd prefixes that never end a chunk, e.g. ["I-X", ".-X"]
+        counts.setdefault("", [0, 0, 0])[2] += 1  # conlleval's lastCorrectType after a blank line
+    per_type = {  # like conlleval, only types of found chunks (normally all types)
+        typ: TypeScores(*_prf(c, p, g), n_gold=g, n_pred=p, n_correct=c)
+        for typ, (g, p, c) in sorted(counts.items())
+        if g or p
+    }
+    n_gold = sum(c[0] for c in counts.values())
+    n_pred = sum(c[1] for c in counts.values())
+    n_correct = sum(c[2] for c in counts.values())
+    return ChunkScores(
+        *_prf(n_correct, n_pred, n_gold),
+        accuracy=100.0 * n_agree / n_tokens if n_tokens else 0.0,
+        n_gold=n_gold,
+        n_pred=n_pred,
+        n_correct=n_correct,
+        n_tokens=n_tokens,
+        per_type=per_type,
+    )

@@ -1,0 +1,216 @@
+"""One training run end to end, from plain objects: data -> features -> weights -> learner.
+
+``run.py`` builds the pieces from the Hydra config and calls ``run_experiment``; everything here
+takes ordinary arguments, so tests and scripts use it without Hydra.  A run writes into its
+output folder:
+
+    results.json          dev/test precision, recall, F1, epochs, stopped_by, timings, history
+    model.safetensors     weight tables and feature keys   } loading never runs code
+    model.json            labels, feature settings, vocab  }
+    tb/                   TensorBoard events
+    {dev,test}.pred.txt   the documents with the predicted tag as last column
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import torch
+
+from structperc.data.conll import write_conll
+from structperc.data.document import Document
+from structperc.eval.chunks import ChunkScores, evaluate
+from structperc.features.cache import cached_features, file_identity
+from structperc.features.extract import FeatureMatrix
+from structperc.features.pipeline import LocalFeatures
+from structperc.io import atomic_write_json
+from structperc.model.files import save_model
+from structperc.model.updates import Updater
+from structperc.model.weights import ChainWeights
+from structperc.monitor import Monitor
+from structperc.train import EpochLog, fit, predict
+
+log = logging.getLogger(__name__)
+
+
+def label_set(docs: list[Document]) -> list[str]:
+    """Sorted label set of the training documents, "O" first."""
+    tags = {t for d in docs for t in (d.tags or [])}
+    if not tags:
+        raise ValueError("the training documents carry no tags")
+    return sorted(tags, key=lambda t: (t != "O", t))
+
+
+def encode_labels(docs: list[Document], labels: list[str]) -> torch.Tensor:
+    """[N] label ids of every token; a tag outside the training label set maps to "O"."""
+    index = {t: i for i, t in enumerate(labels)}
+    fallback = index.get("O", 0)
+    return torch.tensor([index.get(t, fallback) for d in docs for t in (d.tags or [])])
+
+
+def extract_features(
+    features: LocalFeatures,
+    corpus: dict[str, list[Document]],
+    cache_dir: str | Path | None,
+    key: dict,
+) -> tuple[LocalFeatures, dict[str, FeatureMatrix], float, bool]:
+    """Fit the vocabulary on train and transform every split, through the on-disk cache."""
+    t0 = time.perf_counter()
+
+    def build():
+        log.info("extracting features (%d training documents)", len(corpus["train"]))
+        features.fit(corpus["train"])
+        mats = {
+            s: features.transform(docs, training=(s == "train")) for s, docs in corpus.items()
+        }
+        meta, tensors = features.state()
+        return meta, tensors, mats
+
+    meta, tensors, mats, hit = cached_features(cache_dir, key, build)
+    if hit:
+        features = LocalFeatures.from_state(meta, tensors)
+        log.info("features loaded from the cache (%d features)", features.num_features)
+    return features, mats, time.perf_counter() - t0, hit
+
+
+def feature_cache_key(features_cfg: dict, data_files: list[Path], max_docs: int | None) -> dict:
+    return {
+        "features": features_cfg,
+        "files": [file_identity(p) for p in data_files],
+        "max_docs": max_docs,
+    }
+
+
+def scores_dict(s: ChunkScores) -> dict:
+    return {
+        "f1": s.f1,
+        "precision": s.precision,
+        "recall": s.recall,
+        "accuracy": s.accuracy,
+        "per_type": {t: ts.f1 for t, ts in s.per_type.items()},
+    }
+
+
+def evaluate_split(
+    weights: ChainWeights, mats: FeatureMatrix, docs: list[Document], batch_size: int, device
+) -> tuple[ChunkScores, list[list[str]]]:
+    pred_ids = predict(weights, mats, batch_size=batch_size, device=device)
+    pred = [[weights.labels[i] for i in p] for p in pred_ids]
+    return evaluate([d.tags for d in docs], pred), pred
+
+
+def run_experiment(
+    *,
+    corpus: dict[str, list[Document]],
+    features: LocalFeatures,
+    learner,
+    out_dir: Path,
+    cache_dir: str | Path | None,
+    cache_key: dict,
+    max_epochs: int,
+    tol: float,
+    patience: int,
+    shuffle: bool,
+    eval_every: int,
+    batch_size: int,
+    seed: int,
+    device: str,
+    progress: bool,
+    save: bool,
+    write_predictions: bool,
+    hparams: dict,
+) -> dict:
+    """Train on ``corpus["train"]``, evaluate on dev/test, write results; returns the results."""
+    torch.manual_seed(seed)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    features, mats, feat_seconds, hit = extract_features(features, corpus, cache_dir, cache_key)
+    labels = label_set(corpus["train"])
+    y_train = encode_labels(corpus["train"], labels)
+    weights = ChainWeights(features.num_features, labels).to(device)
+    updater = Updater(weights, average=getattr(learner, "average", False))
+    monitor = Monitor(out_dir / "tb")
+    eval_split = "dev" if "dev" in corpus else "test"
+    log.info(
+        "%d features, %d labels, %d training documents (%d tokens); learner %s",
+        features.num_features,
+        len(labels),
+        len(corpus["train"]),
+        len(y_train),
+        type(learner).__name__,
+    )
+
+    def on_epoch(ep: EpochLog) -> None:
+        values = {
+            "train/word_error": ep.word_error,
+            "train/updates": ep.updates,
+            "train/epoch_seconds": ep.seconds,
+            "train/weight_norm": float(
+                sum(t.double().pow(2).sum() for t in weights.tables().values()) ** 0.5
+            ),
+        }
+        msg = f"epoch {ep.epoch}: word error {ep.word_error:.5f}, {ep.updates} updates, {ep.seconds:.1f}s"
+        if eval_every and ep.epoch % eval_every == 0:
+            with updater.averaged():
+                s, _ = evaluate_split(weights, mats[eval_split], corpus[eval_split], batch_size, device)
+            values.update(
+                {f"{eval_split}/f1": s.f1, f"{eval_split}/precision": s.precision, f"{eval_split}/recall": s.recall}
+            )
+            ep.extra[f"{eval_split}_f1"] = s.f1
+            msg += f", {eval_split} F1 {s.f1:.2f}"
+        monitor.scalars(ep.epoch, values)
+        log.info(msg)
+
+    result = fit(
+        learner,
+        updater,
+        mats["train"],
+        y_train,
+        max_epochs=max_epochs,
+        tol=tol,
+        patience=patience,
+        shuffle=shuffle,
+        seed=seed,
+        device=device,
+        on_epoch=on_epoch,
+        progress=progress,
+    )
+    updater.finalize()
+
+    results: dict = {
+        "epochs": result.epochs,
+        "stopped_by": result.stopped_by,
+        "train_seconds": result.seconds,
+        "feature_seconds": feat_seconds,
+        "feature_cache_hit": hit,
+        "num_features": features.num_features,
+        "labels": labels,
+    }
+    for split in ("dev", "test"):
+        if split not in corpus:
+            continue
+        t0 = time.perf_counter()
+        s, pred = evaluate_split(weights, mats[split], corpus[split], batch_size, device)
+        results[split] = scores_dict(s) | {"decode_seconds": time.perf_counter() - t0}
+        log.info("%s: P %.2f R %.2f F1 %.2f", split, s.precision, s.recall, s.f1)
+        if write_predictions:
+            write_conll(out_dir / f"{split}.pred.txt", corpus[split], pred)
+    results["history"] = [
+        {
+            "epoch": h.epoch,
+            "word_error": h.word_error,
+            "updates": h.updates,
+            "seconds": h.seconds,
+            **h.extra,
+        }
+        for h in result.history
+    ]
+    results["hparams"] = hparams
+    if save:
+        save_model(out_dir, weights, features, {"results": {k: results.get(k) for k in ("dev", "test")}})
+    atomic_write_json(out_dir / "results.json", results)
+    final = {f"{s}_f1": results[s]["f1"] for s in ("dev", "test") if s in results}
+    monitor.hparams(hparams, final)
+    monitor.close()
+    return results

@@ -1,0 +1,178 @@
+"""From documents to EmbeddingBag input: CSR feature ids per token.
+
+Pipeline (all vectorised with NumPy once the attribute strings exist):
+
+1. attribute strings per token (``attributes.py``, ``gazetteer.py``);
+2. each attribute's strings -> integer codes through a dictionary frozen on the training data
+   (unseen strings -> -1, "does not fire");
+3. each template's code per token: the attribute's code at ``t + offset`` within the same document;
+   for a bigram ``c1 * n_attr + c2``; the global key is ``template << 42 | code``;
+4. the vocabulary keeps the keys seen at least ``min_count`` times in training (Kazama & Torisawa
+   2007: "we omitted features whose surface part occurred less than twice"), sorted, so a key's
+   feature id is its rank (``searchsorted``);
+5. ids per token, flattened with offsets (``include_last_offset=True`` CSR).
+
+The vocabulary is plain data (attribute value lists and the kept keys), saved with the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from structperc.data.document import Document
+from structperc.features.templates import Template
+
+KEY_SHIFT = 42
+
+
+@dataclass
+class FeatureMatrix:
+    """CSR features of a list of documents.
+
+    ids:         [nnz] int32, feature ids of all tokens, token after token.
+    offsets:     [N + 1] int64, token i owns ids[offsets[i]:offsets[i + 1]].
+    doc_offsets: [D + 1] int64, document d owns tokens doc_offsets[d]:doc_offsets[d + 1].
+    """
+
+    ids: torch.Tensor
+    offsets: torch.Tensor
+    doc_offsets: torch.Tensor
+
+    @property
+    def num_docs(self) -> int:
+        return len(self.doc_offsets) - 1
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.offsets) - 1
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        return {"ids": self.ids, "offsets": self.offsets, "doc_offsets": self.doc_offsets}
+
+
+class Vocabulary:
+    """Attribute dictionaries and the kept feature keys, frozen after ``fit``."""
+
+    def __init__(self, templates: list[Template], min_count: int = 2):
+        self.templates = templates
+        self.min_count = min_count
+        self.values: dict[str, list[str]] = {}  # attribute -> values seen in training
+        self.keys = np.zeros(0, dtype=np.int64)  # sorted kept keys; feature id = rank
+        self._index: dict[str, dict[str, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @property
+    def attributes(self) -> list[str]:
+        return sorted({a for t in self.templates for a, _ in t})
+
+    # -- building ---------------------------------------------------------------------------
+    def fit(self, columns: dict[str, list[str | None]], doc_ids: np.ndarray) -> Vocabulary:
+        """Freeze the attribute dictionaries and the keys seen >= min_count times."""
+        for name in self.attributes:
+            vals = sorted({v for v in columns[name] if v is not None})
+            self.values[name] = vals
+        self._build_index()
+        keys = []
+        for j, col in enumerate(self._template_codes(columns, doc_ids)):
+            present = col[col >= 0]
+            uniq, counts = np.unique(present, return_counts=True)
+            keys.append((np.int64(j) << KEY_SHIFT) | uniq[counts >= self.min_count])
+        self.keys = np.sort(np.concatenate(keys)) if keys else self.keys
+        return self
+
+    def _build_index(self) -> None:
+        self._index = {a: {v: i for i, v in enumerate(vs)} for a, vs in self.values.items()}
+
+    # -- applying ---------------------------------------------------------------------------
+    def transform(
+        self, columns: dict[str, list[str | None]], doc_ids: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Feature ids in CSR form: (ids [nnz] int32, offsets [N + 1] int64)."""
+        n = len(doc_ids)
+        cols = []
+        for j, col in enumerate(self._template_codes(columns, doc_ids)):
+            key = (np.int64(j) << KEY_SHIFT) | np.where(col >= 0, col, 0)
+            pos = np.searchsorted(self.keys, key)
+            pos = np.minimum(pos, max(len(self.keys) - 1, 0))
+            hit = (col >= 0) & (self.keys[pos] == key) if len(self.keys) else col < -1
+            cols.append(np.where(hit, pos, -1).astype(np.int32))
+        dense = np.stack(cols, axis=1) if cols else np.zeros((n, 0), np.int32)  # [N, S]
+        mask = dense >= 0
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(mask.sum(axis=1), out=offsets[1:])
+        return dense[mask], offsets
+
+    def _codes(self, columns: dict[str, list[str | None]], name: str) -> np.ndarray:
+        index = self._index[name]
+        return np.fromiter(
+            (index.get(v, -1) if v is not None else -1 for v in columns[name]),
+            dtype=np.int64,
+            count=len(columns[name]),
+        )
+
+    def _template_codes(self, columns, doc_ids: np.ndarray):
+        """Yield, per template, the code of every token ([N] int64, -1 = does not fire)."""
+        n = len(doc_ids)
+        codes = {a: self._codes(columns, a) for a in self.attributes}
+        shifted_cache: dict[tuple[str, int], np.ndarray] = {}
+
+        def shifted(a: str, off: int) -> np.ndarray:
+            if (a, off) not in shifted_cache:
+                out = np.full(n, -1, dtype=np.int64)
+                src = np.arange(n) + off
+                ok = (src >= 0) & (src < n)
+                ok[ok] &= doc_ids[src[ok]] == doc_ids[ok]
+                out[ok] = codes[a][src[ok]]
+                shifted_cache[(a, off)] = out
+            return shifted_cache[(a, off)]
+
+        for template in self.templates:
+            if not template:
+                yield np.zeros(n, dtype=np.int64)
+            elif len(template) == 1:
+                yield shifted(*template[0])
+            else:
+                (a1, o1), (a2, o2) = template
+                c1, c2 = shifted(a1, o1), shifted(a2, o2)
+                width = max(len(self.values[a2]), 1)
+                yield np.where((c1 >= 0) & (c2 >= 0), c1 * width + c2, -1)
+
+    # -- persistence ------------------------------------------------------------------------
+    def state(self) -> tuple[dict, dict[str, torch.Tensor]]:
+        """(JSON-able metadata, tensors) — no pickle."""
+        meta = {
+            "templates": [[list(p) for p in t] for t in self.templates],
+            "min_count": self.min_count,
+            "values": self.values,
+        }
+        return meta, {"feature_keys": torch.from_numpy(self.keys)}
+
+    @classmethod
+    def from_state(cls, meta: dict, tensors: dict[str, torch.Tensor]) -> Vocabulary:
+        templates = [tuple((a, int(o)) for a, o in t) for t in meta["templates"]]
+        vocab = cls(templates, meta["min_count"])
+        vocab.values = {a: list(v) for a, v in meta["values"].items()}
+        vocab.keys = tensors["feature_keys"].numpy().astype(np.int64)
+        vocab._build_index()
+        return vocab
+
+
+def concat_columns(per_doc: list[dict[str, list[str | None]]]) -> dict[str, list[str | None]]:
+    """Join per-document attribute columns into corpus-wide columns."""
+    if not per_doc:
+        return {}
+    out: dict[str, list[str | None]] = {name: [] for name in per_doc[0]}
+    for cols in per_doc:
+        for name, vals in cols.items():
+            out[name].extend(vals)
+    return out
+
+
+def doc_index(docs: list[Document]) -> np.ndarray:
+    """[N] int64: the document of each token of the concatenated corpus."""
+    return np.repeat(np.arange(len(docs), dtype=np.int64), [len(d) for d in docs])

@@ -1,0 +1,148 @@
+"""The local feature pipeline of Kazama & Torisawa (2007), Table 1, from documents to CSR ids.
+
+``LocalFeatures`` holds the settings (Hydra builds it from ``conf/features/*.yaml``), fits the
+vocabulary on the training documents and turns any documents into a ``FeatureMatrix``.  The
+gazetteer entries travel with the fitted object (and so with a saved model): tagging new text
+never needs the data folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from structperc.data.document import Document
+from structperc.features.attributes import TABLE1, token_attributes
+from structperc.features.extract import FeatureMatrix, Vocabulary, concat_columns, doc_index
+from structperc.features.gazetteer import (
+    MODES,
+    EntryIndex,
+    Entries,
+    gazetteer_columns,
+    jackknife_entries,
+    read_gazetteer,
+)
+from structperc.features.templates import make_templates
+
+DEFAULT_GAZETTEER_TYPES = {"go": "ORG", "gp": "PER", "gm": "MISC"}
+DEFAULT_BIGRAMS = ("wl", "pos", "chk", "go", "gp", "gm")
+
+
+class LocalFeatures:
+    """Settings, and after ``fit`` the vocabulary, of the local (Table 1) features.
+
+    Args:
+        attributes: token attributes used as unigrams (``attributes.TABLE1`` by default).
+        window: unigram offsets -window..+window.
+        bigram_attributes: attributes used as adjacent-pair bigrams.
+        gazetteer: ``none``, ``naive`` or ``jackknife`` (see ``gazetteer.py``).
+        gazetteer_path: the ``TYPE word ...`` list; required unless ``gazetteer=none``.
+        gazetteer_types: attribute name -> entity type, e.g. ``{"go": "ORG"}``.
+        gazetteer_folds: K of the jackknife.
+        min_count: keep surface features seen at least this often in training.
+    """
+
+    def __init__(
+        self,
+        attributes: tuple[str, ...] | list[str] = TABLE1,
+        window: int = 2,
+        bigram_attributes: tuple[str, ...] | list[str] = DEFAULT_BIGRAMS,
+        gazetteer: str = "jackknife",
+        gazetteer_path: str | None = None,
+        gazetteer_types: dict[str, str] | None = None,
+        gazetteer_folds: int = 10,
+        min_count: int = 2,
+    ):
+        if gazetteer not in MODES:
+            raise ValueError(f"features.gazetteer must be one of {MODES}, got {gazetteer!r}")
+        self.gazetteer = gazetteer
+        self.gazetteer_types = dict(gazetteer_types or DEFAULT_GAZETTEER_TYPES)
+        self.gazetteer_folds = gazetteer_folds
+        gaz_names = set(self.gazetteer_types) if gazetteer != "none" else set()
+        self.token_attributes = tuple(a for a in attributes if a in TABLE1)
+        unknown = set(attributes) - set(TABLE1) - set(self.gazetteer_types)
+        if unknown:
+            raise ValueError(f"unknown attributes {sorted(unknown)}; known: {TABLE1}")
+        used = [a for a in attributes if a in TABLE1] + sorted(gaz_names)
+        bigrams = tuple(a for a in bigram_attributes if a in TABLE1 or a in gaz_names)
+        self.templates = make_templates(tuple(used), window, bigrams)
+        self.window = window
+        self.min_count = min_count
+        self.entries: Entries = {}
+        if gazetteer != "none":
+            if not gazetteer_path:
+                raise ValueError("features.gazetteer_path is required unless gazetteer=none")
+            if not Path(gazetteer_path).is_file():
+                raise FileNotFoundError(
+                    f"gazetteer list not found: {gazetteer_path} "
+                    "(set features.gazetteer_path, or features.gazetteer=none)"
+                )
+            self.entries = read_gazetteer(gazetteer_path)
+        self.vocab = Vocabulary(self.templates, min_count)
+
+    # ------------------------------------------------------------------------------------
+    def _columns(self, docs: list[Document], training: bool) -> dict[str, list[str | None]]:
+        per_doc = [token_attributes(d, self.token_attributes) for d in docs]
+        if self.gazetteer != "none":
+            full = {t: EntryIndex(e) for t, e in self.entries.items()}
+            if training and self.gazetteer == "jackknife":
+                folds = [
+                    {t: EntryIndex(e) for t, e in fold.items()}
+                    for fold in jackknife_entries(docs, self.entries, self.gazetteer_folds)
+                ]
+                indexes = [folds[i % self.gazetteer_folds] for i in range(len(docs))]
+            else:
+                indexes = [full] * len(docs)
+            for cols, gaz in zip(
+                per_doc, gazetteer_columns(docs, indexes, self.gazetteer_types), strict=True
+            ):
+                cols.update(gaz)
+        return concat_columns(per_doc)
+
+    def fit(self, train: list[Document]) -> LocalFeatures:
+        """Freeze the vocabulary on the training documents."""
+        self.vocab.fit(self._columns(train, training=True), doc_index(train))
+        return self
+
+    def transform(self, docs: list[Document], training: bool = False) -> FeatureMatrix:
+        """CSR feature ids of ``docs``; ``training=True`` applies the gazetteer jackknife."""
+        ids, offsets = self.vocab.transform(self._columns(docs, training), doc_index(docs))
+        doc_offsets = np.zeros(len(docs) + 1, dtype=np.int64)
+        np.cumsum([len(d) for d in docs], out=doc_offsets[1:])
+        return FeatureMatrix(
+            torch.from_numpy(ids), torch.from_numpy(offsets), torch.from_numpy(doc_offsets)
+        )
+
+    @property
+    def num_features(self) -> int:
+        return len(self.vocab)
+
+    # ------------------------------------------------------------------------------------
+    def state(self) -> tuple[dict, dict[str, torch.Tensor]]:
+        meta, tensors = self.vocab.state()
+        meta.update(
+            kind="local",
+            token_attributes=list(self.token_attributes),
+            window=self.window,
+            gazetteer=self.gazetteer,
+            gazetteer_types=self.gazetteer_types,
+            gazetteer_folds=self.gazetteer_folds,
+            entries={t: sorted(" ".join(e) for e in es) for t, es in self.entries.items()},
+        )
+        return meta, tensors
+
+    @classmethod
+    def from_state(cls, meta: dict, tensors: dict[str, torch.Tensor]) -> LocalFeatures:
+        obj = cls.__new__(cls)
+        obj.gazetteer = meta["gazetteer"]
+        obj.gazetteer_types = dict(meta["gazetteer_types"])
+        obj.gazetteer_folds = meta["gazetteer_folds"]
+        obj.token_attributes = tuple(meta["token_attributes"])
+        obj.window = meta["window"]
+        obj.min_count = meta["min_count"]
+        obj.entries = {t: {tuple(e.split(" ")) for e in es} for t, es in meta["entries"].items()}
+        obj.vocab = Vocabulary.from_state(meta, tensors)
+        obj.templates = obj.vocab.templates
+        return obj

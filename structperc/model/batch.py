@@ -1,0 +1,93 @@
+"""A batch of documents as EmbeddingBag input, and the index maps to padded [B, T] layouts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from structperc.features.extract import FeatureMatrix
+
+
+@dataclass
+class FeatureBatch:
+    """CSR features of B documents, their N tokens concatenated.
+
+    ids:            [nnz] int32 feature ids.
+    offsets:        [N + 1] int64 (``include_last_offset=True``).
+    lengths:        [B] int64 document lengths.
+    first_token:    [B] int64, index (in 0..N-1) of each document's first token.
+    flat_positions: [N] int64, index of each token in the padded [B * T] layout.
+    """
+
+    ids: Tensor
+    offsets: Tensor
+    lengths: Tensor
+    first_token: Tensor
+    flat_positions: Tensor
+
+    @property
+    def num_docs(self) -> int:
+        return len(self.lengths)
+
+    @property
+    def max_length(self) -> int:
+        return int(self.lengths.max())
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.offsets) - 1
+
+    def to(self, device: torch.device | str) -> FeatureBatch:
+        return FeatureBatch(*(t.to(device) for t in self.__dict__.values()))
+
+    def pad(self, values: Tensor, fill: int = -1) -> Tensor:
+        """Token values [N, ...] -> padded [B, T, ...] (``fill`` past each length)."""
+        B, T = self.num_docs, self.max_length
+        out = values.new_full((B * T, *values.shape[1:]), fill)
+        out[self.flat_positions] = values
+        return out.view(B, T, *values.shape[1:])
+
+    def unpad(self, padded: Tensor) -> Tensor:
+        """Padded [B, T, ...] -> token values [N, ...]."""
+        return padded.reshape(-1, *padded.shape[2:])[self.flat_positions]
+
+
+def make_batch(features: FeatureMatrix, docs: list[int] | Tensor) -> FeatureBatch:
+    """Gather the documents ``docs`` of ``features`` into one batch (on the CPU)."""
+    doc_idx = torch.as_tensor(docs, dtype=torch.long)
+    starts = features.doc_offsets[doc_idx]  # [B] first token
+    ends = features.doc_offsets[doc_idx + 1]
+    lengths = ends - starts
+    if len(doc_idx) == 1:
+        s, e = int(starts[0]), int(ends[0])
+        lo, hi = int(features.offsets[s]), int(features.offsets[e])
+        n = e - s
+        return FeatureBatch(
+            ids=features.ids[lo:hi],
+            offsets=features.offsets[s : e + 1] - lo,
+            lengths=lengths,
+            first_token=torch.zeros(1, dtype=torch.long),
+            flat_positions=torch.arange(n),
+        )
+    tokens = torch.cat([torch.arange(int(s), int(e)) for s, e in zip(starts, ends, strict=True)])
+    counts = features.offsets[tokens + 1] - features.offsets[tokens]  # [N] ids per token
+    offsets = torch.zeros(len(tokens) + 1, dtype=torch.long)
+    torch.cumsum(counts, 0, out=offsets[1:])
+    # positions of all ids of the selected tokens
+    id_pos = torch.repeat_interleave(features.offsets[tokens], counts) + (
+        torch.arange(int(offsets[-1])) - torch.repeat_interleave(offsets[:-1], counts)
+    )
+    T = int(lengths.max())
+    doc_of_token = torch.repeat_interleave(torch.arange(len(doc_idx)), lengths)
+    first = torch.zeros(len(doc_idx), dtype=torch.long)
+    torch.cumsum(lengths[:-1], 0, out=first[1:])
+    pos_in_doc = torch.arange(len(tokens)) - first[doc_of_token]
+    return FeatureBatch(
+        ids=features.ids[id_pos],
+        offsets=offsets,
+        lengths=lengths,
+        first_token=first,
+        flat_positions=doc_of_token * T + pos_in_doc,
+    )

@@ -1,0 +1,48 @@
+"""Model files: ``model.safetensors`` (weight tables, feature keys) + ``model.json`` (labels,
+feature settings and vocabulary, run metadata).  Loading reads tensors and JSON only: no pickle,
+no code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from structperc.features.pipeline import LocalFeatures
+from structperc.io import atomic_save_tensors, atomic_write_json, load_tensors, read_json
+from structperc.model.weights import ChainWeights
+
+FORMAT = "structperc.chain/1"
+
+
+def save_model(
+    directory: str | Path, weights: ChainWeights, features: LocalFeatures, info: dict | None = None
+) -> Path:
+    """Write the model into ``directory`` (atomically, file by file)."""
+    directory = Path(directory)
+    meta, vocab_tensors = features.state()
+    tensors = {f"weights.{n}": t for n, t in weights.tables().items()}
+    tensors.update({f"vocab.{n}": t for n, t in vocab_tensors.items()})
+    atomic_save_tensors(directory / "model.safetensors", tensors)
+    atomic_write_json(
+        directory / "model.json",
+        {"format": FORMAT, "labels": weights.labels, "features": meta, "info": info or {}},
+    )
+    return directory
+
+
+def load_model(directory: str | Path) -> tuple[ChainWeights, LocalFeatures, dict]:
+    """(weights, fitted features, info) from a directory written by ``save_model``."""
+    directory = Path(directory)
+    meta_path = directory / "model.json"
+    if not meta_path.is_file():
+        raise FileNotFoundError(f"no model.json in {directory}: not a structperc model directory")
+    meta = read_json(meta_path)
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{meta_path}: format {meta.get('format')!r}, expected {FORMAT!r}")
+    tensors = load_tensors(directory / "model.safetensors")
+    vocab = {k[6:]: v for k, v in tensors.items() if k.startswith("vocab.")}
+    features = LocalFeatures.from_state(meta["features"], vocab)
+    weights = ChainWeights(features.num_features, meta["labels"])
+    for name, table in weights.tables().items():
+        table.data.copy_(tensors[f"weights.{name}"])
+    return weights, features, meta.get("info", {})

@@ -1,0 +1,70 @@
+"""Sparse linear weights of a first-order chain in ``torch.nn.EmbeddingBag`` tables.
+
+Every surface feature f (a row) has a node weight per label and an edge weight per label pair
+(Kazama & Torisawa 2007, Table 1: x × y_0 and x × y_-1 × y_0):
+
+    node: EmbeddingBag(F, L,     mode="sum")   node[f, j]
+    edge: EmbeddingBag(F, L * L, mode="sum")   edge[f, i * L + j]   (from i to j)
+
+The score of label j at token t after label i is  sum_{f in x_t} node[f, j] + edge[f, i*L + j],
+one ``embedding_bag`` call per table for a whole batch.  Tables start at zero (not PyTorch's
+N(0, 1)).  No autograd: learners write the tables directly (``updates.py``).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from structperc.model.batch import FeatureBatch
+
+
+class ChainWeights(nn.Module):
+    """Node and edge weight tables over ``num_features`` surface features and ``labels``."""
+
+    def __init__(self, num_features: int, labels: list[str]):
+        super().__init__()
+        self.labels = list(labels)
+        L = len(labels)
+        self.node = nn.EmbeddingBag(num_features, L, mode="sum")
+        self.edge = nn.EmbeddingBag(num_features, L * L, mode="sum")
+        for table in (self.node, self.edge):
+            table.weight.requires_grad_(False)
+            nn.init.zeros_(table.weight)
+
+    @property
+    def num_labels(self) -> int:
+        return len(self.labels)
+
+    @property
+    def num_features(self) -> int:
+        return self.node.num_embeddings
+
+    def tables(self) -> dict[str, Tensor]:
+        """The weight tensors by name ("node" [F, L], "edge" [F, L*L])."""
+        return {"node": self.node.weight, "edge": self.edge.weight}
+
+    def token_scores(self, batch: FeatureBatch) -> tuple[Tensor, Tensor]:
+        """Node scores [N, L] and edge scores [N, L, L] of the batch's N tokens."""
+        L = self.num_labels
+        ids, offsets = batch.ids, batch.offsets
+        node = F.embedding_bag(ids, self.node.weight, offsets, mode="sum", include_last_offset=True)
+        edge = F.embedding_bag(ids, self.edge.weight, offsets, mode="sum", include_last_offset=True)
+        return node, edge.view(-1, L, L)
+
+    def potentials(self, batch: FeatureBatch) -> Tensor:
+        """Potentials [B, T, L, L] of a padded batch (see ``decode/viterbi.py``).
+
+        potentials[b, t, i, j] = node[t, j] + edge[t, i, j] for t >= 1; at t = 0 there is no
+        previous label, so every row holds the node scores.  Padding positions are 0.
+        """
+        node, edge = self.token_scores(batch)  # [N, L], [N, L, L]
+        scores = edge + node.unsqueeze(1)  # [N, L, L]
+        scores[batch.first_token] = node[batch.first_token].unsqueeze(1).expand(-1, self.num_labels, -1)
+        B, T, L = batch.num_docs, batch.max_length, self.num_labels
+        if B == 1:
+            return scores.unsqueeze(0)
+        out = scores.new_zeros((B * T, L, L))
+        out[batch.flat_positions] = scores
+        return out.view(B, T, L, L)

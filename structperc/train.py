@@ -1,0 +1,158 @@
+"""Training and prediction loops, as plain functions (no config objects below ``run.py``).
+
+``fit`` runs online learners over documents, one document per step, shuffled per epoch with a
+seeded generator, until Kazama & Torisawa's (2007) convergence rule holds — the relative change of
+the per-word training error stays below ``tol`` for ``patience`` epochs in a row — or
+``max_epochs`` is reached; the result says which stopped it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from tqdm.auto import tqdm
+
+from structperc.decode.viterbi import viterbi
+from structperc.features.extract import FeatureMatrix
+from structperc.learn.base import StepStats
+from structperc.model.batch import make_batch
+from structperc.model.updates import Updater
+from structperc.model.weights import ChainWeights
+
+
+class Convergence:
+    """Stop once |e_k - e_{k-1}| / e_{k-1} < tol for ``patience`` consecutive epochs.
+
+    An error that stays at zero counts as no change.
+    """
+
+    def __init__(self, tol: float = 1e-4, patience: int = 3):
+        self.tol, self.patience = tol, patience
+        self.previous: float | None = None
+        self.streak = 0
+
+    def update(self, error: float) -> bool:
+        if self.previous is not None:
+            if self.previous == 0:
+                change = 0.0 if error == 0 else float("inf")
+            else:
+                change = abs(error - self.previous) / self.previous
+            self.streak = self.streak + 1 if change < self.tol else 0
+        self.previous = error
+        return self.streak >= self.patience
+
+    def state(self) -> dict:
+        return {"previous": self.previous, "streak": self.streak}
+
+    def load_state(self, state: dict) -> None:
+        self.previous, self.streak = state["previous"], state["streak"]
+
+
+@dataclass
+class EpochLog:
+    """One epoch of training: the online statistics and how long it took."""
+
+    epoch: int
+    word_error: float
+    errors: int
+    tokens: int
+    updates: int
+    seconds: float
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class FitResult:
+    epochs: int
+    stopped_by: str  # "converged" or "max_epochs"
+    seconds: float
+    history: list[EpochLog]
+
+
+def doc_labels(labels: torch.Tensor, features: FeatureMatrix, d: int) -> torch.Tensor:
+    """The gold label ids [T] of document d (``labels`` is [N] over all tokens)."""
+    return labels[int(features.doc_offsets[d]) : int(features.doc_offsets[d + 1])]
+
+
+def fit(
+    learner,
+    updater: Updater,
+    features: FeatureMatrix,
+    labels: torch.Tensor,
+    *,
+    max_epochs: int = 50,
+    tol: float = 1e-4,
+    patience: int = 3,
+    shuffle: bool = True,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    on_epoch: Callable[[EpochLog], None] | None = None,
+    progress: bool = True,
+    start_epoch: int = 0,
+    convergence: Convergence | None = None,
+) -> FitResult:
+    """Train ``learner`` online on every document of ``features`` (gold ``labels`` [N])."""
+    convergence = convergence or Convergence(tol, patience)
+    history: list[EpochLog] = []
+    stopped_by = "max_epochs"
+    t_start = time.perf_counter()
+    epoch = start_epoch
+    for epoch in range(start_epoch + 1, max_epochs + 1):
+        order = _epoch_order(features.num_docs, shuffle, seed, epoch)
+        stats = StepStats()
+        t0 = time.perf_counter()
+        bar = tqdm(order, desc=f"epoch {epoch}", unit="doc", disable=not progress, leave=False)
+        for d in bar:
+            batch = make_batch(features, [d]).to(device)
+            gold = doc_labels(labels, features, d).to(device)
+            stats += learner.step(updater, batch, gold)
+            updater.tick()
+        log = EpochLog(
+            epoch=epoch,
+            word_error=stats.errors / max(stats.tokens, 1),
+            errors=stats.errors,
+            tokens=stats.tokens,
+            updates=stats.updates,
+            seconds=time.perf_counter() - t0,
+        )
+        history.append(log)
+        done = convergence.update(log.word_error)
+        if on_epoch is not None:
+            on_epoch(log)
+        if done:
+            stopped_by = "converged"
+            break
+    return FitResult(epoch, stopped_by, time.perf_counter() - t_start, history)
+
+
+def _epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> list[int]:
+    if not shuffle:
+        return list(range(n))
+    gen = torch.Generator().manual_seed(seed * 100_003 + epoch)
+    return torch.randperm(n, generator=gen).tolist()
+
+
+@torch.no_grad()
+def predict(
+    weights: ChainWeights,
+    features: FeatureMatrix,
+    *,
+    batch_size: int = 16,
+    device: str | torch.device = "cpu",
+    progress: bool = False,
+) -> list[list[int]]:
+    """Viterbi label ids of every document, decoded in batches of similar length."""
+    lengths = (features.doc_offsets[1:] - features.doc_offsets[:-1]).tolist()
+    order = sorted(range(features.num_docs), key=lambda d: lengths[d])
+    out: list[list[int]] = [[] for _ in range(features.num_docs)]
+    starts = range(0, len(order), batch_size)
+    for s in tqdm(starts, desc="decode", unit="batch", disable=not progress, leave=False):
+        docs = order[s : s + batch_size]
+        batch = make_batch(features, docs).to(device)
+        paths, _ = viterbi(weights.potentials(batch), batch.lengths)  # [B, T]
+        for b, d in enumerate(docs):
+            out[d] = paths[b, : lengths[d]].tolist()
+    return out
