@@ -1,0 +1,41 @@
+"""Data: Documents, CoNLL reading and writing, IOB tag helpers, corpus loading, synthetic data."""
+
+from .conll import (
+    DEFAULT_DOCUMENTS,
+    LABEL_COLUMN,
+    LAYOUTS,
+    SCHEMES,
+    ConllFormatError,
+    has_docstart,
+    mark_docstart,
+    read_conll,
+    write_conll,
+)
+from .document import Document
+from .loading import ENV_VAR, SPLITS, load_corpus, resolve_data_dir, to_dataset, to_documents
+from .synthetic import make_corpus
+from .tags import TagError, iob1_to_iob2, spans, split_tag
+
+__all__ = [
+    "DEFAULT_DOCUMENTS",
+    "ENV_VAR",
+    "LABEL_COLUMN",
+    "LAYOUTS",
+    "SCHEMES",
+    "SPLITS",
+    "ConllFormatError",
+    "Document",
+    "TagError",
+    "has_docstart",
+    "iob1_to_iob2",
+    "load_corpus",
+    "make_corpus",
+    "mark_docstart",
+    "read_conll",
+    "resolve_data_dir",
+    "spans",
+    "split_tag",
+    "to_dataset",
+    "to_documents",
+    "write_conll",
+]

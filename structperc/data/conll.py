@@ -1,0 +1,338 @@
+"""Read and write CoNLL column files (CoNLL-2003 NER, CoNLL-2000 chunking) as Documents.
+
+One token per line, space-separated columns, a blank line after each sentence and, in
+CoNLL-2003, a ``-DOCSTART-`` line before each document.  The reader converts tag columns to IOB2,
+keeps document and sentence boundaries, and turns every malformed line into a
+``ConllFormatError`` that names the file, the line and what was expected.  The writer puts the
+columns back and appends a prediction column, the input conlleval expects.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gc
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from .document import Document
+from .tags import TagError, split_tag
+
+LAYOUTS: dict[str, tuple[str, ...]] = {
+    "conll2003": ("token", "pos", "chunk", "ner"),
+    "conll2000": ("token", "pos", "chunk"),
+}
+LABEL_COLUMN: dict[str, str] = {"conll2003": "ner", "conll2000": "chunk"}
+# The tag scheme of every IOB column in the files; all of them are converted to IOB2.
+SCHEMES: dict[str, dict[str, str]] = {
+    "conll2003": {"chunk": "iob1", "ner": "iob1"},
+    "conll2000": {"chunk": "iob2"},
+}
+# How documents are cut when the caller does not say: CoNLL-2000 has no -DOCSTART- lines.
+DEFAULT_DOCUMENTS: dict[str, str] = {"conll2003": "docstart", "conll2000": "sentence"}
+DOCUMENT_MODES = ("docstart", "sentence")
+DOCSTART = "-DOCSTART-"
+# A maximal run of non-blank lines: one sentence, or -DOCSTART- lines (usually alone).
+_BLOCK = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
+
+# Set on Documents read in "docstart" mode, so write_conll can restore the -DOCSTART- lines.
+# An instance attribute, not a dataclass field: Document's fields stay as they are.
+_DOCSTART_FLAG = "_conll_docstart"
+
+
+class ConllFormatError(ValueError):
+    """A CoNLL file that cannot be read; the message starts with ``path:line:``."""
+
+
+def mark_docstart(doc: Document, value: bool = True) -> Document:
+    """Record that ``doc`` came from a file with ``-DOCSTART-`` lines; returns ``doc``."""
+    setattr(doc, _DOCSTART_FLAG, value)
+    return doc
+
+
+def has_docstart(doc: Document) -> bool:
+    """Whether ``doc`` was read in "docstart" mode (see ``mark_docstart``)."""
+    return bool(getattr(doc, _DOCSTART_FLAG, False))
+
+
+def _check_layout(layout: str) -> tuple[str, ...]:
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}: expected one of {sorted(LAYOUTS)}")
+    return LAYOUTS[layout]
+
+
+class _IobColumn:
+    """Validates one IOB column and converts it to IOB2, a sentence at a time.
+
+    The IOB2 form of a tag depends only on the previous tag, so conversions are cached per
+    (previous, current) pair; each distinct tag is validated once.
+    """
+
+    def __init__(self, index: int, name: str) -> None:
+        self.index = index
+        self.name = name
+        self.kind: dict[str, str] = {"O": ""}  # validated tag -> type ("" for O)
+        self.pairs: dict[tuple[str, str], str] = {}  # (previous, tag) -> IOB2 tag
+
+    def convert(self, tags: Sequence[str], path: str, first_line: int) -> list[str]:
+        prev = ("O", *tags[:-1])
+        pairs = self.pairs
+        try:
+            return list(map(pairs.__getitem__, zip(prev, tags, strict=True)))
+        except KeyError:
+            pass
+        kind = self.kind
+        for j, tag in enumerate(tags):
+            if tag not in kind:
+                try:
+                    kind[tag] = split_tag(tag)[1]
+                except TagError as err:
+                    raise ConllFormatError(
+                        f"{path}:{first_line + j}: column {self.index + 1} ({self.name}): {err}"
+                    ) from None
+        for p, tag in zip(prev, tags, strict=True):
+            if (p, tag) not in pairs:
+                k = kind[tag]
+                pairs[p, tag] = "B-" + k if tag[0] == "I" and k != kind[p] else tag
+        return list(map(pairs.__getitem__, zip(prev, tags, strict=True)))
+
+
+def read_conll(
+    path: str | os.PathLike,
+    layout: str = "conll2003",
+    documents: str | None = None,
+    max_docs: int | None = None,
+) -> list[Document]:
+    """Read a CoNLL file into Documents with IOB2 tags.
+
+    layout:    a key of LAYOUTS; it names the columns.  A file with one column fewer (no label
+               column) is read as unlabeled input: ``tags`` is None.
+    documents: "docstart": a document is everything between ``-DOCSTART-`` lines, its sentences
+               concatenated, ``sentence_starts`` marking them; "sentence": each sentence is a
+               document and ``-DOCSTART-`` lines are skipped.  None: the layout's default
+               (DEFAULT_DOCUMENTS: "docstart" for conll2003, "sentence" for conll2000).
+    max_docs:  stop after this many documents (the rest of the file is not read).
+
+    ``columns`` holds every column but the token and the label ("pos", "chunk"); IOB columns
+    (the label, and CoNLL-2003's chunk column) are converted from IOB1 to IOB2 per sentence.
+    Columns are split on whitespace.  Raises ConllFormatError for a malformed file.
+    """
+    _check_layout(layout)
+    mode = DEFAULT_DOCUMENTS[layout] if documents is None else documents
+    if mode not in DOCUMENT_MODES:
+        raise ValueError(f"documents must be one of {DOCUMENT_MODES}, got {documents!r}")
+    if max_docs is not None and max_docs < 0:
+        raise ValueError(f"max_docs must be >= 0 or None, got {max_docs}")
+    data = Path(path).read_bytes()
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8) :]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ConllFormatError(
+            f"{path}:{line}: expected UTF-8 text, found byte 0x{data[err.start]:02x} ({err.reason})"
+        ) from None
+    if max_docs == 0:
+        return []
+    # The parse makes ~1e5 small containers and no cycles: collecting meanwhile only costs time.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _Parser(str(path), layout, mode == "docstart").parse(text, max_docs)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+class _Parser:
+    """The state of one read_conll call: the column layout seen, the document being built."""
+
+    def __init__(self, path: str, layout: str, docstart: bool) -> None:
+        self.path = path
+        self.names = LAYOUTS[layout]
+        self.label = LABEL_COLUMN[layout]
+        self.schemes = SCHEMES[layout]
+        self.docstart = docstart
+        self.width = 0  # columns per token line, fixed by the first one
+        self.first_line = 0
+        self.label_index = -1  # field index of the label column, -1 for unlabeled input
+        self.other: list[tuple[int, str]] = []  # (field index, name) kept in Document.columns
+        self.iob: list[_IobColumn] = []
+        self.out: list[Document] = []
+        self._new_doc()
+
+    def _new_doc(self) -> None:
+        self.tokens: list[str] = []
+        self.cols: list[list[str]] = [[] for _ in self.other]
+        self.labels: list[str] = []
+        self.starts: list[int] = []
+        self.source = ""
+
+    def _set_width(self, fields: list[str], lineno: int) -> None:
+        names, label = self.names, self.label
+        if len(fields) == len(names):
+            used = names
+            self.label_index = names.index(label)
+        elif len(fields) == len(names) - 1:
+            used = tuple(n for n in names if n != label)
+        else:
+            unlabeled = " ".join(n for n in names if n != label)
+            raise ConllFormatError(
+                f"{self.path}:{lineno}: expected {len(names)} columns ({' '.join(names)}) or "
+                f"{len(names) - 1} for unlabeled input ({unlabeled}), got {len(fields)}"
+            )
+        self.width, self.first_line = len(fields), lineno
+        self.other = [(i, n) for i, n in enumerate(used) if i > 0 and n != label]
+        self.cols = [[] for _ in self.other]
+        self.iob = [_IobColumn(i, n) for i, n in enumerate(used) if n in self.schemes]
+
+    def _add_sentence(self, lines: list[str], first_line: int) -> None:
+        """Add one sentence, given as its raw lines; ``first_line`` is the first one's number."""
+        rows = [line.split() for line in lines]
+        if not self.width:
+            self._set_width(rows[0], first_line)
+        width = self.width
+        if set(map(len, rows)) != {width}:
+            j = next(j for j, row in enumerate(rows) if len(row) != width)
+            raise ConllFormatError(
+                f"{self.path}:{first_line + j}: expected {width} columns like line "
+                f"{self.first_line}, got {len(rows[j])}: {lines[j].strip()!r}"
+            )
+        columns: list[Sequence[str]] = list(zip(*rows, strict=True))
+        for c in self.iob:
+            columns[c.index] = c.convert(columns[c.index], self.path, first_line)
+        if not self.tokens:
+            self.source = f"{self.path}:{first_line}"
+        self.starts.append(len(self.tokens))
+        self.tokens.extend(columns[0])
+        for (i, _), col in zip(self.other, self.cols, strict=True):
+            col.extend(columns[i])
+        if self.label_index >= 0:
+            self.labels.extend(columns[self.label_index])
+
+    def _end_doc(self) -> None:
+        if self.tokens:
+            doc = Document(
+                tokens=self.tokens,
+                columns={name: col for (_, name), col in zip(self.other, self.cols, strict=True)},
+                tags=self.labels if self.label_index >= 0 else None,
+                sentence_starts=self.starts,
+                source=self.source,
+            )
+            self.out.append(mark_docstart(doc, self.docstart))
+        self._new_doc()
+
+    def _end_sentence_doc(self) -> None:
+        if not self.docstart:
+            self._end_doc()
+
+    def _add_block(self, lines: list[str], first_line: int) -> None:
+        """A block of non-blank lines that contains a -DOCSTART- line somewhere."""
+        start = 0
+        for j, line in enumerate(lines):
+            if line.split()[0] == DOCSTART:
+                if j > start:
+                    self._add_sentence(lines[start:j], first_line + start)
+                    self._end_sentence_doc()
+                if self.docstart:
+                    self._end_doc()
+                start = j + 1
+        if start < len(lines):
+            self._add_sentence(lines[start:], first_line + start)
+            self._end_sentence_doc()
+
+    def parse(self, text: str, max_docs: int | None) -> list[Document]:
+        out = self.out
+        pos, lineno = 0, 1
+        for m in _BLOCK.finditer(text):
+            lineno += text.count("\n", pos, m.start())
+            pos = m.start()
+            block = m.group()
+            lines = block.split("\n")
+            if DOCSTART in block:
+                self._add_block(lines, lineno)
+            else:
+                self._add_sentence(lines, lineno)
+                self._end_sentence_doc()
+            if max_docs is not None and len(out) >= max_docs:
+                return out[:max_docs]
+        self._end_doc()
+        if not out:
+            last = max(1, text.count("\n") + (not text.endswith("\n")))
+            raise ConllFormatError(
+                f"{self.path}:{last}: expected at least one token line "
+                f"({' '.join(self.names)}), found none: the file is empty"
+            )
+        return out[:max_docs] if max_docs is not None else out
+
+
+def _doc_rows(doc: Document, prediction: Sequence[str] | None) -> list[tuple[str, ...]]:
+    """The output columns of each token: token, other columns, gold tag, prediction."""
+    named = [("tokens", doc.tokens), *doc.columns.items()]
+    if doc.tags is not None:
+        named.append(("tags", doc.tags))
+    if prediction is not None:
+        named.append(("prediction", prediction))
+    for name, col in named:
+        if len(col) != len(doc.tokens):
+            raise ValueError(
+                f"document {doc.source or '?'}: {name} has {len(col)} entries, "
+                f"expected {len(doc.tokens)} (one per token)"
+            )
+    return list(zip(*(col for _, col in named), strict=True))
+
+
+def write_conll(
+    path: str | os.PathLike,
+    documents: Sequence[Document],
+    predictions: Sequence[Sequence[str]] | None = None,
+    docstart: bool | None = None,
+) -> None:
+    """Write documents in their columns, plus the predicted tags as a last column.
+
+    Each token line is: token, the other input columns, the gold tag when the document has
+    tags, the prediction when ``predictions`` is given (one tag list per document).  Sentences
+    are separated by blank lines.  With ``docstart`` (default: whether every document was read
+    in "docstart" mode), a ``-DOCSTART-`` line padded to the same column count
+    (``-DOCSTART- -X- -X- O O`` for CoNLL-2003 with gold and predicted tags) and a blank line
+    come before each document, as conlleval needs one column count throughout.
+    The file is written to a temporary file in the same folder and then renamed into place.
+    """
+    if predictions is not None and len(predictions) != len(documents):
+        raise ValueError(
+            f"got {len(predictions)} predictions for {len(documents)} documents: expected one "
+            "tag list per document"
+        )
+    if docstart is None:
+        docstart = bool(documents) and all(has_docstart(d) for d in documents)
+    chunks: list[str] = []
+    for k, doc in enumerate(documents):
+        rows = _doc_rows(doc, None if predictions is None else predictions[k])
+        if docstart:
+            n_tags = (doc.tags is not None) + (predictions is not None)
+            head = [DOCSTART] + ["-X-"] * len(doc.columns) + ["O"] * n_tags
+            chunks.append(" ".join(head) + "\n\n")
+        bounds = [*doc.sentence_starts, len(rows)]
+        if bounds[0] != 0:
+            bounds.insert(0, 0)
+        for a, b in zip(bounds, bounds[1:], strict=False):
+            if b > a:
+                chunks.append("".join(" ".join(row) + "\n" for row in rows[a:b]) + "\n")
+    _write_atomic(Path(path), "".join(chunks))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and os.replace."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

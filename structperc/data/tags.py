@@ -1,0 +1,71 @@
+"""Tag-scheme helpers: validate IOB tags, convert IOB1 to IOB2, and read entity spans.
+
+Everything inside structperc works on IOB2 (every entity starts with ``B-X``).  CoNLL-2003 ships
+IOB1 (``I-X`` starts an entity, ``B-X`` only separates two adjacent entities of one type), so the
+readers convert on the way in.  ``spans`` uses the conlleval rule, under which IOB1 and IOB2 read
+the same: an entity starts at ``B-X`` or at an ``I-X`` that follows ``O`` or another type.
+"""
+
+from __future__ import annotations
+
+OUTSIDE = "O"
+PREFIXES = ("B", "I")
+
+
+class TagError(ValueError):
+    """A tag that is not ``O``, ``B-X`` or ``I-X`` with a non-empty type ``X``."""
+
+
+def split_tag(tag: str) -> tuple[str, str]:
+    """Split a tag into (prefix, type): ``"B-PER"`` -> ``("B", "PER")``, ``"O"`` -> ``("O", "")``.
+
+    Raises TagError for anything else: another prefix (``E-X``, ``S-X``), a missing type
+    (``B-``), a missing dash (``BPER``) or an empty tag.
+    """
+    if tag == OUTSIDE:
+        return OUTSIDE, ""
+    prefix, dash, kind = tag.partition("-")
+    if not dash or prefix not in PREFIXES:
+        raise TagError(f"unknown tag {tag!r}: expected O, B-TYPE or I-TYPE")
+    if not kind or kind.isspace():
+        raise TagError(f"tag {tag!r} has no type: expected B-TYPE or I-TYPE")
+    return prefix, kind
+
+
+def iob1_to_iob2(tags: list[str]) -> list[str]:
+    """Convert one sentence's tags from IOB1 to IOB2.
+
+    An ``I-X`` at the start, after ``O`` or after a tag of another type becomes ``B-X``; ``B-X``
+    stays ``B-X``.  Well-formed IOB2 comes back unchanged, so the call is safe on either scheme.
+    Convert sentence by sentence: across a sentence boundary an entity must restart.
+    """
+    out: list[str] = []
+    prev_kind = ""
+    for tag in tags:
+        prefix, kind = split_tag(tag)
+        if prefix == "I" and kind != prev_kind:
+            tag = "B-" + kind
+        out.append(tag)
+        prev_kind = kind
+    return out
+
+
+def spans(tags: list[str]) -> list[tuple[int, int, str]]:
+    """Maximal entity spans as ``(start, end_exclusive, type)``, in order.
+
+    A span starts at ``B-X``, or at an ``I-X`` after ``O`` or after another type (as conlleval
+    does), and runs over the ``I-X`` tags of the same type that follow.
+    """
+    out: list[tuple[int, int, str]] = []
+    start = -1
+    cur = ""
+    for i, tag in enumerate(tags):
+        prefix, kind = split_tag(tag)
+        if prefix == "I" and kind == cur:
+            continue
+        if cur:
+            out.append((start, i, cur))
+        start, cur = i, kind
+    if cur:
+        out.append((start, len(tags), cur))
+    return out

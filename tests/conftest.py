@@ -1,0 +1,51 @@
+"""Shared pytest fixtures: where the real CoNLL data lives, and CI's rule that it must be there.
+
+Tests marked ``realdata`` take the ``data_dir`` fixture.  It points at ``$STRUCTPERC_DATA`` or,
+failing that, ``../shared/data`` beside the repository, and skips with a reason when neither
+holds the data.  With ``STRUCTPERC_REQUIRE_DATA=1`` (set by ``.ci/run``) a skipped ``realdata``
+test is reported as a failure instead, so a missing data folder cannot pass CI silently.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+REQUIRE_ENV = "STRUCTPERC_REQUIRE_DATA"
+
+
+def _candidate_data_dirs() -> list[Path]:
+    found = []
+    env = os.environ.get("STRUCTPERC_DATA")
+    if env:
+        found.append(Path(env))
+    found.append(REPO_ROOT.parent / "shared" / "data")
+    return found
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The folder holding ``conll2003/`` and ``conll2000/``; skips the test when absent."""
+    candidates = _candidate_data_dirs()
+    for path in candidates:
+        if (path / "conll2003" / "train.txt").is_file():
+            return path
+    tried = ", ".join(str(p) for p in candidates)
+    pytest.skip(f"real CoNLL data not found (tried {tried}); set STRUCTPERC_DATA to its folder")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if (
+        report.skipped
+        and os.environ.get(REQUIRE_ENV) == "1"
+        and item.get_closest_marker("realdata") is not None
+    ):
+        reason = getattr(call.excinfo.value, "msg", call.excinfo.value) if call.excinfo else ""
+        report.outcome = "failed"
+        report.longrepr = f"{REQUIRE_ENV}=1, so a realdata test may not skip: {reason}"
