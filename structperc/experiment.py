@@ -62,9 +62,7 @@ def extract_features(
     def build():
         log.info("extracting features (%d training documents)", len(corpus["train"]))
         features.fit(corpus["train"])
-        mats = {
-            s: features.transform(docs, training=(s == "train")) for s, docs in corpus.items()
-        }
+        mats = {s: features.transform(docs, training=(s == "train")) for s, docs in corpus.items()}
         meta, tensors = features.state()
         return meta, tensors, mats
 
@@ -147,15 +145,24 @@ def run_experiment(
             "train/updates": ep.updates,
             "train/epoch_seconds": ep.seconds,
             "train/weight_norm": float(
-                sum(t.double().pow(2).sum() for t in weights.tables().values()) ** 0.5
+                torch.stack([t.norm() for t in weights.tables().values()]).norm()
             ),
         }
-        msg = f"epoch {ep.epoch}: word error {ep.word_error:.5f}, {ep.updates} updates, {ep.seconds:.1f}s"
+        msg = (
+            f"epoch {ep.epoch}: word error {ep.word_error:.5f}, "
+            f"{ep.updates} updates, {ep.seconds:.1f}s"
+        )
         if eval_every and ep.epoch % eval_every == 0:
             with updater.averaged():
-                s, _ = evaluate_split(weights, mats[eval_split], corpus[eval_split], batch_size, device)
+                s, _ = evaluate_split(
+                    weights, mats[eval_split], corpus[eval_split], batch_size, device
+                )
             values.update(
-                {f"{eval_split}/f1": s.f1, f"{eval_split}/precision": s.precision, f"{eval_split}/recall": s.recall}
+                {
+                    f"{eval_split}/f1": s.f1,
+                    f"{eval_split}/precision": s.precision,
+                    f"{eval_split}/recall": s.recall,
+                }
             )
             ep.extra[f"{eval_split}_f1"] = s.f1
             msg += f", {eval_split} F1 {s.f1:.2f}"
@@ -208,7 +215,9 @@ def run_experiment(
     ]
     results["hparams"] = hparams
     if save:
-        save_model(out_dir, weights, features, {"results": {k: results.get(k) for k in ("dev", "test")}})
+        save_model(
+            out_dir, weights, features, {"results": {k: results.get(k) for k in ("dev", "test")}}
+        )
     atomic_write_json(out_dir / "results.json", results)
     final = {f"{s}_f1": results[s]["f1"] for s in ("dev", "test") if s in results}
     monitor.hparams(hparams, final)

@@ -29,7 +29,9 @@ class Monitor:
     def hparams(self, hparams: dict, metrics: dict[str, float]) -> None:
         if self.writer is None:
             return
-        clean = {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in hparams.items()}
+        clean = {
+            k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in hparams.items()
+        }
         self.writer.add_hparams(clean, {f"hparam/{k}": v for k, v in metrics.items()}, run_name=".")
         self.writer.flush()
 

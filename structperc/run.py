@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 
 import hydra
+import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
@@ -32,6 +33,8 @@ def build_features(cfg: DictConfig, data_dir: Path | None):
 
 
 def main_from_config(cfg: DictConfig, out_dir: Path) -> float:
+    if cfg.get("threads"):
+        torch.set_num_threads(int(cfg.threads))
     data_dir = resolve_data_dir(cfg.data.dir)
     corpus = load_corpus(cfg.data.name, cfg.data.dir, max_docs=cfg.data.max_docs)
     features, fcfg = build_features(cfg, data_dir)

@@ -49,3 +49,15 @@ def pytest_runtest_makereport(item, call):
         reason = getattr(call.excinfo.value, "msg", call.excinfo.value) if call.excinfo else ""
         report.outcome = "failed"
         report.longrepr = f"{REQUIRE_ENV}=1, so a realdata test may not skip: {reason}"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_torch_thread():
+    """One intra-op thread: the tests' tensors are tiny, and on a busy 2-core machine a second
+    thread makes each small op wait for the other core (milliseconds instead of microseconds)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -89,7 +89,9 @@ def backtrace(bp: Tensor, last: Tensor, lengths: Tensor) -> Tensor:
         return backtrace_doubling(bp, last, lengths)
     B, T, _ = bp.shape
     paths = torch.full((B, T), -1, dtype=torch.long)
-    for b, (rows, y, n) in enumerate(zip(bp.tolist(), last.tolist(), lengths.tolist(), strict=True)):
+    for b, (rows, y, n) in enumerate(
+        zip(bp.tolist(), last.tolist(), lengths.tolist(), strict=True)
+    ):
         path = [0] * n
         for t in range(n - 1, -1, -1):
             path[t] = y

@@ -45,7 +45,9 @@ def cached_features(
         tensors = load_tensors(entry / "features.safetensors")
         vocab = {k[6:]: v for k, v in tensors.items() if k.startswith("vocab.")}
         splits = {
-            s: FeatureMatrix(tensors[f"{s}.ids"], tensors[f"{s}.offsets"], tensors[f"{s}.doc_offsets"])
+            s: FeatureMatrix(
+                tensors[f"{s}.ids"], tensors[f"{s}.offsets"], tensors[f"{s}.doc_offsets"]
+            )
             for s in meta["splits"]
         }
         return meta["features"], vocab, splits, True
@@ -54,5 +56,7 @@ def cached_features(
     for s, fm in splits.items():
         tensors.update({f"{s}.{k}": v for k, v in fm.tensors().items()})
     atomic_save_tensors(entry / "features.safetensors", tensors)
-    atomic_write_json(entry / "meta.json", {"features": meta, "splits": list(splits), "key": key_parts})
+    atomic_write_json(
+        entry / "meta.json", {"features": meta, "splits": list(splits), "key": key_parts}
+    )
     return meta, vocab, splits, False

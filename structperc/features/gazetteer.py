@@ -55,7 +55,8 @@ class EntryIndex:
         t = 0
         while t < len(tokens):
             for n in self.lengths.get(tokens[t], ()):
-                if tuple(tokens[t : t + n]) in self.entries:
+                # t + n past the end: the slice would be cut short and could equal a shorter entry
+                if t + n <= len(tokens) and tuple(tokens[t : t + n]) in self.entries:
                     tags[t] = "B"
                     for u in range(t + 1, t + n):
                         tags[u] = "I"

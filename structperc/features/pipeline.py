@@ -12,14 +12,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from structperc.data.document import Document
 from structperc.features.attributes import TABLE1, token_attributes
 from structperc.features.extract import FeatureMatrix, Vocabulary, concat_columns, doc_index
 from structperc.features.gazetteer import (
     MODES,
-    EntryIndex,
     Entries,
+    EntryIndex,
     gazetteer_columns,
     jackknife_entries,
     read_gazetteer,
@@ -84,7 +85,8 @@ class LocalFeatures:
 
     # ------------------------------------------------------------------------------------
     def _columns(self, docs: list[Document], training: bool) -> dict[str, list[str | None]]:
-        per_doc = [token_attributes(d, self.token_attributes) for d in docs]
+        bar = tqdm(docs, desc="attributes", unit="doc", leave=False, disable=len(docs) < 500)
+        per_doc = [token_attributes(d, self.token_attributes) for d in bar]
         if self.gazetteer != "none":
             full = {t: EntryIndex(e) for t, e in self.entries.items()}
             if training and self.gazetteer == "jackknife":

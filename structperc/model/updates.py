@@ -49,9 +49,7 @@ class SparseDelta:
 
     def dot(self, tables: dict[str, Tensor]) -> float:
         """delta . w, i.e. s(y*) - s(y') under the weights ``tables``."""
-        return float(
-            sum((tables[n].view(-1)[i] * v).sum() for n, (i, v) in self.parts.items())
-        )
+        return float(sum((tables[n].view(-1)[i] * v).sum() for n, (i, v) in self.parts.items()))
 
     def __add__(self, other: SparseDelta) -> SparseDelta:
         parts = dict(self.parts)
@@ -111,9 +109,7 @@ class Updater:
         self.weights = weights
         self.average = average
         self.seen = 0  # instances completed
-        self.sums = (
-            {n: torch.zeros_like(t) for n, t in weights.tables().items()} if average else {}
-        )
+        self.sums = {n: torch.zeros_like(t) for n, t in weights.tables().items()} if average else {}
 
     @torch.no_grad()
     def apply(self, delta: SparseDelta, scale: float = 1.0) -> None:

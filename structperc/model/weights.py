@@ -13,7 +13,6 @@ N(0, 1)).  No autograd: learners write the tables directly (``updates.py``).
 
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -61,7 +60,9 @@ class ChainWeights(nn.Module):
         """
         node, edge = self.token_scores(batch)  # [N, L], [N, L, L]
         scores = edge + node.unsqueeze(1)  # [N, L, L]
-        scores[batch.first_token] = node[batch.first_token].unsqueeze(1).expand(-1, self.num_labels, -1)
+        scores[batch.first_token] = (
+            node[batch.first_token].unsqueeze(1).expand(-1, self.num_labels, -1)
+        )
         B, T, L = batch.num_docs, batch.max_length, self.num_labels
         if B == 1:
             return scores.unsqueeze(0)

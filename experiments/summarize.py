@@ -1,0 +1,122 @@
+"""Turn run folders (each with results.json) into a markdown table; pick the best by dev F1.
+
+    python experiments/summarize.py experiments/kazama2007/runs/*            # print the table
+    python experiments/summarize.py multirun/conll03_local/2026-.../          # a sweep folder
+    python experiments/summarize.py RUNS... --paper experiments/kazama2007/paper.json \
+        --readme experiments/kazama2007/README.md                             # update a README
+
+A README is updated between the markers ``<!-- results:begin -->`` and ``<!-- results:end -->``;
+nothing in the table is typed by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+
+
+def find_runs(paths: list[str]) -> list[Path]:
+    runs: list[Path] = []
+    for p in map(Path, paths):
+        if (p / "results.json").is_file():
+            runs.append(p)
+        elif p.is_dir():
+            runs.extend(sorted(q.parent for q in p.rglob("results.json")))
+    return runs
+
+
+def overrides(run: Path) -> str:
+    f = run / ".hydra" / "overrides.yaml"
+    if not f.is_file():
+        return ""
+    items = [line[2:].strip() for line in f.read_text().splitlines() if line.startswith("- ")]
+    keep = [i for i in items if not i.startswith(("hydra.", "data.dir", "trainer.progress"))]
+    return " ".join(keep)
+
+
+def row(run: Path, paper: dict) -> dict:
+    r = json.loads((run / "results.json").read_text())
+    name = run.name
+    ref = paper.get(name, {})
+    return {
+        "run": name,
+        "overrides": overrides(run),
+        "dev": r.get("dev", {}).get("f1"),
+        "test": r.get("test", {}).get("f1"),
+        "epochs": r.get("epochs"),
+        "stopped_by": r.get("stopped_by"),
+        "seconds": r.get("train_seconds"),
+        "paper_dev": ref.get("dev"),
+        "paper_test": ref.get("test"),
+        "paper_label": ref.get("label", ""),
+    }
+
+
+def fmt(x, digits=2) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def render(rows: list[dict]) -> str:
+    has_paper = any(r["paper_dev"] is not None or r["paper_test"] is not None for r in rows)
+    head = ["run", "overrides", "dev F1", "test F1", "epochs", "stopped by", "train s"]
+    if has_paper:
+        head += ["paper", "paper dev", "paper test"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [
+            r["run"],
+            f"`{r['overrides']}`" if r["overrides"] else "",
+            fmt(r["dev"]),
+            fmt(r["test"]),
+            str(r["epochs"]),
+            str(r["stopped_by"]),
+            fmt(r["seconds"], 0),
+        ]
+        if has_paper:
+            cells += [r["paper_label"], fmt(r["paper_dev"]), fmt(r["paper_test"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    scored = [r for r in rows if r["dev"] is not None]
+    if len(scored) > 1:
+        best = max(scored, key=lambda r: r["dev"])
+        lines.append("")
+        lines.append(
+            f"Best by dev F1: **{best['run']}** (dev {fmt(best['dev'])}, test {fmt(best['test'])})."
+        )
+    return "\n".join(lines) + "\n"
+
+
+def update_readme(readme: Path, table: str) -> None:
+    text = readme.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{readme}: no {BEGIN} ... {END} markers to replace")
+    new = re.sub(
+        re.escape(BEGIN) + ".*?" + re.escape(END),
+        lambda _: f"{BEGIN}\n{table}{END}",
+        text,
+        flags=re.S,
+    )
+    readme.write_text(new)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("paths", nargs="+", help="run folders or folders containing them")
+    ap.add_argument("--paper", help="JSON: run name -> {label, dev, test} of the paper")
+    ap.add_argument("--readme", help="README to update between the result markers")
+    args = ap.parse_args()
+    paper = json.loads(Path(args.paper).read_text()) if args.paper else {}
+    runs = find_runs(args.paths)
+    if not runs:
+        raise SystemExit(f"no results.json under {' '.join(args.paths)}")
+    table = render([row(r, paper) for r in runs])
+    if args.readme:
+        update_readme(Path(args.readme), table)
+    print(table, end="")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+"""Tests for structperc.decode: batched block Viterbi against brute force and the textbook loop."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from structperc.decode import reference
+from structperc.decode.maxplus import mp_identity, mp_matmul, mp_vecmat
+from structperc.decode.viterbi import (
+    backpointers,
+    backtrace,
+    backtrace_doubling,
+    forward_scores,
+    viterbi,
+)
+
+SETTINGS = settings(max_examples=50, deadline=None)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny tensors: intra-op threads only add overhead (milliseconds a call on a busy CPU)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def random_problem(seed: int, B: int, T: int, L: int, *, integer: bool = False, full=False):
+    """Potentials [B, T, L, L] float64 and lengths [B] in 1..T (one of them T when ``full``).
+
+    Real-valued potentials are standard normal, so no two paths tie (almost surely); integer ones
+    come from {-1, 0, 1} and tie a lot.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    if integer:
+        pot = torch.randint(-1, 2, (B, T, L, L), generator=gen).double()
+    else:
+        pot = torch.randn(B, T, L, L, generator=gen, dtype=torch.float64)
+    lengths = torch.randint(1, T + 1, (B,), generator=gen)
+    if full:
+        lengths[int(torch.randint(0, B, (1,), generator=gen))] = T
+    return pot, lengths
+
+
+def sequential_alpha(pot: torch.Tensor, length: int) -> torch.Tensor:
+    """alpha [T, L] of one sequence by the plain recursion, held constant past ``length``."""
+    T = pot.shape[0]
+    alpha = [pot[0, 0]]
+    for t in range(1, T):
+        if t < length:
+            alpha.append((alpha[-1].unsqueeze(1) + pot[t]).amax(dim=0))
+        else:
+            alpha.append(alpha[-1])
+    return torch.stack(alpha)
+
+
+problems = st.tuples(
+    st.integers(0, 2**31 - 1),  # seed
+    st.integers(1, 3),  # B
+    st.integers(1, 6),  # T
+    st.integers(1, 4),  # L
+)
+
+
+# ---------------------------------------------------------------- max-plus algebra
+
+
+def test_maxplus_products_by_hand():
+    a = torch.tensor([[0.0, 1.0], [2.0, -1.0]])
+    b = torch.tensor([[3.0, 0.0], [1.0, 5.0]])
+    # (a x b)[i, j] = max_k a[i, k] + b[k, j]
+    expected = torch.tensor([[max(3.0, 2.0), max(0.0, 6.0)], [max(5.0, 0.0), max(2.0, 4.0)]])
+    assert torch.equal(mp_matmul(a, b), expected)
+    v = torch.tensor([1.0, 0.0])
+    assert torch.equal(mp_vecmat(v, b), torch.tensor([4.0, 5.0]))
+    eye = mp_identity(2, dtype=torch.float64, device="cpu")
+    assert torch.equal(mp_matmul(a.double(), eye), a.double())
+    assert torch.equal(mp_matmul(eye, b.double()), b.double())
+
+
+# ---------------------------------------------------------------- against brute force
+
+
+@SETTINGS
+@given(problems)
+def test_viterbi_matches_brute_force_and_loop(problem):
+    seed, B, T, L = problem
+    pot, lengths = random_problem(seed, B, T, L, full=True)
+    paths, scores = viterbi(pot, lengths)
+    assert paths.shape == (B, T) and paths.dtype == torch.long
+    assert scores.shape == (B,)
+    for b in range(B):
+        n = int(lengths[b])
+        # brute force over all L**n paths (numpy indexing keeps it fast; same reference code)
+        ranked = reference.enumerate_paths(pot[b].numpy(), n)
+        best_score, best_path = ranked[0]
+        if len(ranked) > 1:
+            assert ranked[0][0] - ranked[1][0] > 1e-9  # the jitter leaves no tie
+        assert paths[b, :n].tolist() == list(best_path)
+        assert scores[b].item() == pytest.approx(best_score, abs=1e-9)
+        loop_path, loop_score = reference.viterbi_loop(pot[b], n)
+        assert paths[b, :n].tolist() == loop_path
+        assert scores[b].item() == pytest.approx(loop_score, abs=1e-9)
+
+
+@SETTINGS
+@given(problems)
+def test_padding_is_minus_one_and_score_is_path_score(problem):
+    seed, B, T, L = problem
+    pot, lengths = random_problem(seed, B, T, L)
+    paths, scores = viterbi(pot, lengths)
+    for b in range(B):
+        n = int(lengths[b])
+        assert (paths[b, n:] == -1).all()
+        assert ((paths[b, :n] >= 0) & (paths[b, :n] < L)).all()
+        assert scores[b].item() == pytest.approx(
+            reference.path_score(pot[b], paths[b, :n].tolist()), abs=1e-9
+        )
+        assert torch.equal(paths[b], reference.as_tensor_path(paths[b, :n].tolist(), T))
+
+
+@SETTINGS
+@given(problems)
+def test_batched_equals_one_at_a_time(problem):
+    seed, B, T, L = problem
+    pot, lengths = random_problem(seed, B, T, L)
+    paths, scores = viterbi(pot, lengths)
+    for b in range(B):
+        n = int(lengths[b])
+        # the sequence alone, cut to its own length (no padding at all)
+        p1, s1 = viterbi(pot[b : b + 1, :n], lengths[b : b + 1])
+        assert p1.shape == (1, n)
+        assert torch.equal(p1[0], paths[b, :n])
+        assert s1[0].item() == pytest.approx(scores[b].item(), abs=1e-12)
+
+
+def test_padding_values_do_not_matter():
+    """Whatever sits in the potentials past a length must not change the result."""
+    pot, _ = random_problem(7, 3, 8, 4)
+    lengths = torch.tensor([8, 3, 1])
+    paths, scores = viterbi(pot, lengths)
+    junk = pot.clone()
+    junk[1, 3:] = 1e6
+    junk[2, 1:] = -1e6
+    junk_paths, junk_scores = viterbi(junk, lengths)
+    assert torch.equal(paths, junk_paths)
+    assert torch.equal(scores, junk_scores)
+
+
+@SETTINGS
+@given(st.integers(0, 2**31 - 1), st.integers(1, 3), st.integers(1, 6), st.integers(1, 5))
+def test_length_one_sequences(seed, B, T, L):
+    pot, _ = random_problem(seed, B, T, L)
+    lengths = torch.ones(B, dtype=torch.long)
+    paths, scores = viterbi(pot, lengths)
+    # one position: the best start label, read from row 0 only
+    assert torch.equal(paths[:, 0], pot[:, 0, 0].argmax(dim=1))
+    assert torch.equal(scores, pot[:, 0, 0].amax(dim=1))
+    assert (paths[:, 1:] == -1).all()
+
+
+def test_only_row_zero_is_read_at_t0():
+    pot = torch.zeros(1, 2, 3, 3, dtype=torch.float64)
+    pot[0, 0, 0] = torch.tensor([0.0, 1.0, 0.0])  # row 0: start in label 1
+    pot[0, 0, 1:] = 100.0  # other rows at t = 0 are meaningless
+    paths, scores = viterbi(pot, torch.tensor([1]))
+    assert paths.tolist() == [[1, -1]]
+    assert scores.item() == 1.0
+
+
+# ---------------------------------------------------------------- pieces
+
+
+@SETTINGS
+@given(problems)
+def test_forward_scores_equal_sequential_recursion(problem):
+    seed, B, T, L = problem
+    pot, lengths = random_problem(seed, B, T, L)
+    alpha = forward_scores(pot, lengths)
+    assert alpha.shape == (B, T, L)
+    for b in range(B):
+        expected = sequential_alpha(pot[b], int(lengths[b]))
+        torch.testing.assert_close(alpha[b], expected, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("T", [2, 5, 10, 17, 50, 101])
+def test_forward_scores_exact_on_integers_many_block_sizes(T):
+    """T - 1 not a square, a square, prime...: every block layout, compared exactly."""
+    pot, lengths = random_problem(T, 4, T, 3, integer=True, full=True)
+    alpha = forward_scores(pot, lengths)
+    for b in range(4):
+        assert torch.equal(alpha[b], sequential_alpha(pot[b], int(lengths[b])))
+
+
+@SETTINGS
+@given(problems, st.booleans())
+def test_list_backtrace_equals_doubling(problem, integer):
+    seed, B, T, L = problem
+    pot, lengths = random_problem(seed, B, T, L, integer=integer)
+    alpha = forward_scores(pot, lengths)
+    _, last = alpha[:, -1].max(dim=1)
+    bp = backpointers(pot, alpha)
+    assert torch.equal(bp[:, 0], torch.arange(L).expand(B, L))
+    a = backtrace(bp, last, lengths)
+    d = backtrace_doubling(bp, last, lengths)
+    assert torch.equal(a, d)
+
+
+def test_backtrace_by_hand():
+    # L = 2, T = 4: bp[t, j] = label at t-1 given label j at t
+    bp = torch.tensor([[[0, 1], [1, 0], [1, 1], [0, 0]]])
+    last = torch.tensor([1])
+    # t=3: 1 -> bp[3,1]=0 at t=2 -> bp[2,0]=1 at t=1 -> bp[1,1]=0 at t=0
+    for fn in (backtrace, backtrace_doubling):
+        assert fn(bp, last, torch.tensor([4])).tolist() == [[0, 1, 0, 1]]
+        # length 2: ends at t = 1 with label 1 -> bp[1, 1] = 0
+        assert fn(bp, last, torch.tensor([2])).tolist() == [[0, 1, -1, -1]]
+
+
+# ---------------------------------------------------------------- ties
+
+
+@SETTINGS
+@given(st.integers(0, 2**31 - 1), st.integers(1, 3), st.integers(1, 12), st.integers(1, 4))
+def test_integer_potentials_with_ties_give_the_loops_path(seed, B, T, L):
+    pot, lengths = random_problem(seed, B, T, L, integer=True)
+    paths, scores = viterbi(pot, lengths)
+    for b in range(B):
+        n = int(lengths[b])
+        loop_path, loop_score = reference.viterbi_loop(pot[b], n)
+        assert paths[b, :n].tolist() == loop_path
+        assert scores[b].item() == loop_score  # exact: integers
+
+
+def test_all_zero_potentials_pick_label_zero():
+    pot = torch.zeros(2, 7, 5, 5, dtype=torch.float64)
+    paths, scores = viterbi(pot, torch.tensor([7, 4]))
+    assert paths.tolist() == [[0] * 7, [0] * 4 + [-1] * 3]
+    assert scores.tolist() == [0.0, 0.0]
+
+
+def test_tie_goes_to_smallest_label():
+    # two optimal paths, [1, 2] and [2, 1], both scoring 2
+    pot = torch.full((1, 2, 3, 3), -5.0, dtype=torch.float64)
+    pot[0, 0, 0] = torch.tensor([-5.0, 1.0, 1.0])
+    pot[0, 1, 1, 2] = 1.0
+    pot[0, 1, 2, 1] = 1.0
+    paths, scores = viterbi(pot, torch.tensor([2]))
+    assert scores.item() == 2.0
+    # final labels 1 and 2 tie -> 1; its best predecessor is 2
+    assert paths[0].tolist() == [2, 1] == reference.viterbi_loop(pot[0], 2)[0]
+
+
+# ---------------------------------------------------------------- long sequences
+
+
+@pytest.mark.parametrize("T", [300, 1000])
+@pytest.mark.parametrize("integer", [False, True])
+def test_long_sequences_agree_with_loop(T, integer):
+    L = 3
+    pot, _ = random_problem(T + integer, 2, T, L, integer=integer)
+    lengths = torch.tensor([T, T // 2 + 1])
+    paths, scores = viterbi(pot, lengths)
+    for b in range(2):
+        n = int(lengths[b])
+        loop_path, loop_score = reference.viterbi_loop(pot[b], n)
+        assert paths[b, :n].tolist() == loop_path
+        assert (paths[b, n:] == -1).all()
+        if integer:
+            assert scores[b].item() == loop_score
+        else:
+            assert scores[b].item() == pytest.approx(loop_score, rel=1e-12, abs=1e-9)

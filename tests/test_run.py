@@ -1,0 +1,136 @@
+"""End-to-end runs through the Hydra entry point and the prediction command.
+
+A synthetic corpus written as CoNLL-2003 files stands in for the real data, so these run
+everywhere; one smoke run on a slice of the real CoNLL-2003 is marked ``realdata``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from structperc.data.conll import write_conll
+from structperc.data.synthetic import make_corpus
+from structperc.model.files import load_model
+from structperc.predict import tag_file
+from structperc.run import main_from_config
+
+CONF = str(Path(__file__).resolve().parent.parent / "conf")
+
+
+@pytest.fixture(scope="module")
+def synthetic_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("data")
+    (root / "conll2003").mkdir()
+    for split, (n, seed) in {"train": (30, 1), "dev": (10, 2), "test": (10, 3)}.items():
+        write_conll(root / "conll2003" / f"{split}.txt", make_corpus(n, seed=seed))
+    return root
+
+
+def _compose(overrides: list[str]):
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        return compose(config_name="config", overrides=overrides)
+
+
+def _run(tmp_path: Path, data_dir: Path, extra: list[str], monkeypatch) -> tuple[dict, Path]:
+    monkeypatch.delenv("STRUCTPERC_DATA", raising=False)
+    cfg = _compose(
+        [
+            "+experiment=conll03_local",
+            f"data.dir={data_dir}",
+            f"cache_dir={tmp_path / 'cache'}",
+            "trainer.progress=false",
+            *extra,
+        ]
+    )
+    out = tmp_path / "run"
+    dev_f1 = main_from_config(cfg, out)
+    results = json.loads((out / "results.json").read_text())
+    assert dev_f1 == pytest.approx(results["dev"]["f1"])
+    return results, out
+
+
+def test_synthetic_run_writes_everything(tmp_path, synthetic_dir, monkeypatch):
+    results, out = _run(
+        tmp_path,
+        synthetic_dir,
+        ["features.gazetteer=none", "trainer.max_epochs=4", "learner=averaged"],
+        monkeypatch,
+    )
+    for key in ("epochs", "stopped_by", "train_seconds"):
+        assert key in results
+    for split in ("dev", "test"):
+        for key in ("f1", "precision", "recall"):
+            assert 0 <= results[split][key] <= 100
+    assert results["test"]["f1"] > 90, results["test"]
+    assert results["stopped_by"] in ("converged", "max_epochs")
+    assert len(results["history"]) == results["epochs"]
+    assert (out / "model.safetensors").is_file() and (out / "model.json").is_file()
+    assert any((out / "tb").iterdir())
+    pred_lines = (out / "test.pred.txt").read_text().splitlines()
+    assert sum(line.startswith("-DOCSTART-") for line in pred_lines) == 10
+    assert all(len(line.split()) == 5 for line in pred_lines if line)
+    # the second run hits the feature cache
+    again, _ = _run(
+        tmp_path, synthetic_dir, ["features.gazetteer=none", "trainer.max_epochs=1"], monkeypatch
+    )
+    assert again["feature_cache_hit"] is True
+
+
+def test_predict_tags_a_file_like_the_run(tmp_path, synthetic_dir, monkeypatch):
+    results, out = _run(
+        tmp_path, synthetic_dir, ["features.gazetteer=none", "trainer.max_epochs=3"], monkeypatch
+    )
+    target = tmp_path / "tagged.txt"
+    scores = tag_file(out, synthetic_dir / "conll2003" / "test.txt", target)
+    assert scores.f1 == pytest.approx(results["test"]["f1"])
+    tagged = target.read_text().splitlines()
+    run_pred = (out / "test.pred.txt").read_text().splitlines()
+    assert tagged == run_pred
+    weights, features, info = load_model(out)
+    assert info["results"]["test"]["f1"] == pytest.approx(results["test"]["f1"])
+
+
+def test_predict_command_line(tmp_path, synthetic_dir, monkeypatch):
+    _, out = _run(
+        tmp_path, synthetic_dir, ["features.gazetteer=none", "trainer.max_epochs=1"], monkeypatch
+    )
+    target = tmp_path / "cli.txt"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "structperc.predict",
+            f"model={out}",
+            f"input={synthetic_dir / 'conll2003' / 'dev.txt'}",
+            f"output={target}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "FB1" in proc.stdout
+    assert target.read_text().count("-DOCSTART-") == 10
+
+
+def test_bad_learner_name_is_a_clear_error():
+    with pytest.raises(Exception, match="learner"):
+        _compose(["+experiment=conll03_local", "learner=nonsense"])
+
+
+@pytest.mark.realdata
+def test_real_smoke_run(tmp_path, data_dir, monkeypatch):
+    results, _ = _run(
+        tmp_path,
+        data_dir,
+        ["data.max_docs=20", "trainer.max_epochs=2", "write_predictions=false"],
+        monkeypatch,
+    )
+    assert results["epochs"] == 2
+    assert results["dev"]["f1"] > 10  # an untrained model scores 0
