@@ -123,6 +123,27 @@ def backtrace_doubling(bp: Tensor, last: Tensor, lengths: Tensor) -> Tensor:
     return paths.masked_fill(~real, -1)
 
 
+def backward_scores(potentials: Tensor, lengths: Tensor) -> Tensor:
+    """beta [B, T, L]: the best score of positions t+1..len-1 given label i at t (0 at len-1).
+
+    Computed as ``forward_scores`` of the reversed chain, whose matrices are the transposed
+    M_t in reverse order; beta is 0 past each length.
+    """
+    B, T, L, _ = potentials.shape
+    device = potentials.device
+    t_rev = torch.arange(T, device=device).unsqueeze(0)  # [1, T]
+    real = t_rev < lengths.unsqueeze(1)  # [B, T]
+    src = torch.where(real, lengths.unsqueeze(1) - t_rev, torch.zeros_like(t_rev))  # [B, T]
+    src = src.clamp(max=T - 1)
+    rev = potentials.gather(1, src.view(B, T, 1, 1).expand(B, T, L, L)).transpose(-1, -2)
+    rev = rev.clone()
+    rev[:, 0] = 0.0  # the reversed chain starts anywhere at no cost
+    alpha_rev = forward_scores(rev, lengths)  # alpha_rev[b, t'] = beta[b, len - 1 - t']
+    back = torch.where(real, lengths.unsqueeze(1) - 1 - t_rev, t_rev)  # [B, T]
+    beta = alpha_rev.gather(1, back.unsqueeze(-1).expand(B, T, L))
+    return beta.masked_fill(~real.unsqueeze(-1), 0.0)
+
+
 def viterbi(potentials: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
     """Best paths [B, T] (long, -1 past each length) and their scores [B]."""
     alpha = forward_scores(potentials, lengths)  # [B, T, L]

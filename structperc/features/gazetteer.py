@@ -40,9 +40,15 @@ def read_gazetteer(path: str | Path) -> Entries:
 
 
 class EntryIndex:
-    """Entries of one type, indexed by first token for greedy longest matching."""
+    """Entries of one type, indexed by first token for greedy longest matching.
 
-    def __init__(self, entries: set[tuple[str, ...]]):
+    ``lowercase`` matches case-insensitively (so all-capitals headlines match too).
+    """
+
+    def __init__(self, entries: set[tuple[str, ...]], lowercase: bool = False):
+        self.lowercase = lowercase
+        if lowercase:
+            entries = {tuple(w.lower() for w in e) for e in entries}
         self.entries = entries
         by_first: dict[str, set[int]] = defaultdict(set)
         for e in entries:
@@ -51,6 +57,8 @@ class EntryIndex:
 
     def match(self, tokens: list[str]) -> list[str]:
         """IOB2 tags (B/I/O, no type) of the greedy longest matches in ``tokens``."""
+        if self.lowercase:
+            tokens = [w.lower() for w in tokens]
         tags = ["O"] * len(tokens)
         t = 0
         while t < len(tokens):

@@ -42,6 +42,7 @@ class LocalFeatures:
         gazetteer_path: the ``TYPE word ...`` list; required unless ``gazetteer=none``.
         gazetteer_types: attribute name -> entity type, e.g. ``{"go": "ORG"}``.
         gazetteer_folds: K of the jackknife.
+        gazetteer_lowercase: match the gazetteer case-insensitively.
         min_count: keep surface features seen at least this often in training.
     """
 
@@ -54,6 +55,7 @@ class LocalFeatures:
         gazetteer_path: str | None = None,
         gazetteer_types: dict[str, str] | None = None,
         gazetteer_folds: int = 10,
+        gazetteer_lowercase: bool = False,
         min_count: int = 2,
     ):
         if gazetteer not in MODES:
@@ -61,6 +63,7 @@ class LocalFeatures:
         self.gazetteer = gazetteer
         self.gazetteer_types = dict(gazetteer_types or DEFAULT_GAZETTEER_TYPES)
         self.gazetteer_folds = gazetteer_folds
+        self.gazetteer_lowercase = gazetteer_lowercase
         gaz_names = set(self.gazetteer_types) if gazetteer != "none" else set()
         self.token_attributes = tuple(a for a in attributes if a in TABLE1)
         unknown = set(attributes) - set(TABLE1) - set(self.gazetteer_types)
@@ -88,10 +91,11 @@ class LocalFeatures:
         bar = tqdm(docs, desc="attributes", unit="doc", leave=False, disable=len(docs) < 500)
         per_doc = [token_attributes(d, self.token_attributes) for d in bar]
         if self.gazetteer != "none":
-            full = {t: EntryIndex(e) for t, e in self.entries.items()}
+            low = self.gazetteer_lowercase
+            full = {t: EntryIndex(e, low) for t, e in self.entries.items()}
             if training and self.gazetteer == "jackknife":
                 folds = [
-                    {t: EntryIndex(e) for t, e in fold.items()}
+                    {t: EntryIndex(e, low) for t, e in fold.items()}
                     for fold in jackknife_entries(docs, self.entries, self.gazetteer_folds)
                 ]
                 indexes = [folds[i % self.gazetteer_folds] for i in range(len(docs))]
@@ -131,6 +135,7 @@ class LocalFeatures:
             gazetteer=self.gazetteer,
             gazetteer_types=self.gazetteer_types,
             gazetteer_folds=self.gazetteer_folds,
+            gazetteer_lowercase=self.gazetteer_lowercase,
             entries={t: sorted(" ".join(e) for e in es) for t, es in self.entries.items()},
         )
         return meta, tensors
@@ -141,6 +146,7 @@ class LocalFeatures:
         obj.gazetteer = meta["gazetteer"]
         obj.gazetteer_types = dict(meta["gazetteer_types"])
         obj.gazetteer_folds = meta["gazetteer_folds"]
+        obj.gazetteer_lowercase = meta.get("gazetteer_lowercase", False)
         obj.token_attributes = tuple(meta["token_attributes"])
         obj.window = meta["window"]
         obj.min_count = meta["min_count"]
