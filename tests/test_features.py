@@ -260,8 +260,8 @@ def test_templates_count_and_names():
 
 def test_templates_with_gazetteer(gazetteer_file):
     lf = LocalFeatures(gazetteer="naive", gazetteer_path=str(gazetteer_file))
-    # 24 + go, gp, gm unigrams; wl, pos, chk, go, gp, gm bigrams
-    assert len(lf.templates) == 1 + 27 * 5 + 6 * 3
+    # 24 + go, gp, gm, gl unigrams; wl, pos, chk, go, gp, gm, gl bigrams
+    assert len(lf.templates) == 1 + 28 * 5 + 7 * 3
     names = {template_name(t) for t in lf.templates}
     assert {"go[0]", "gm[2]", "gp[-1]|gp[0]"} <= names
 

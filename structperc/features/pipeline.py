@@ -27,8 +27,8 @@ from structperc.features.gazetteer import (
 )
 from structperc.features.templates import make_templates
 
-DEFAULT_GAZETTEER_TYPES = {"go": "ORG", "gp": "PER", "gm": "MISC"}
-DEFAULT_BIGRAMS = ("wl", "pos", "chk", "go", "gp", "gm")
+DEFAULT_GAZETTEER_TYPES = {"go": "ORG", "gp": "PER", "gm": "MISC", "gl": "LOC"}
+DEFAULT_BIGRAMS = ("wl", "pos", "chk", "go", "gp", "gm", "gl")
 
 
 class LocalFeatures:
