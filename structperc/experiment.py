@@ -30,7 +30,8 @@ from structperc.model.files import save_model
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.monitor import Monitor
-from structperc.train import EpochLog, fit, predict
+from structperc.checkpoint import load_checkpoint, save_checkpoint
+from structperc.train import Convergence, EpochLog, fit, predict
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,8 @@ def run_experiment(
     save: bool,
     write_predictions: bool,
     hparams: dict,
+    checkpoint: bool = True,
+    resume: bool = False,
 ) -> dict:
     """Train on ``corpus["train"]``, evaluate on dev/test, write results; returns the results."""
     torch.manual_seed(seed)
@@ -169,6 +172,22 @@ def run_experiment(
         monitor.scalars(ep.epoch, values)
         log.info(msg)
 
+    convergence = Convergence(tol, patience)
+    ckpt_dir = out_dir / "checkpoint"
+    start_epoch, past = 0, []
+    if resume and (ckpt_dir / "checkpoint.json").is_file():
+        start_epoch, past = load_checkpoint(ckpt_dir, updater, convergence)
+        log.info("resumed from %s after epoch %d", ckpt_dir, start_epoch)
+    elif resume:
+        log.warning("trainer.resume=true but no checkpoint in %s: starting afresh", ckpt_dir)
+    done_epochs = list(past)
+
+    def on_epoch_and_save(ep: EpochLog) -> None:
+        on_epoch(ep)
+        done_epochs.append(ep)
+        if checkpoint:
+            save_checkpoint(ckpt_dir, updater, convergence, done_epochs)
+
     result = fit(
         learner,
         updater,
@@ -180,15 +199,19 @@ def run_experiment(
         shuffle=shuffle,
         seed=seed,
         device=device,
-        on_epoch=on_epoch,
+        on_epoch=on_epoch_and_save,
         progress=progress,
+        start_epoch=start_epoch,
+        convergence=convergence,
     )
+    result.history = done_epochs
     updater.finalize()
 
     results: dict = {
         "epochs": result.epochs,
         "stopped_by": result.stopped_by,
-        "train_seconds": result.seconds,
+        "train_seconds": result.seconds + sum(h.seconds for h in past),
+        "resumed_from_epoch": start_epoch if resume else None,
         "feature_seconds": feat_seconds,
         "feature_cache_hit": hit,
         "num_features": features.num_features,

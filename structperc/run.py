@@ -62,6 +62,8 @@ def main_from_config(cfg: DictConfig, out_dir: Path) -> float:
         save=cfg.save_model,
         write_predictions=cfg.write_predictions,
         hparams=_flat_hparams(cfg),
+        checkpoint=t.checkpoint,
+        resume=t.resume,
     )
     log.info("results in %s", out_dir / "results.json")
     return float(results.get("dev", results.get("test", {})).get("f1", 0.0))

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from hydra import compose, initialize_config_dir
 
 from structperc.data.conll import write_conll
@@ -37,7 +38,9 @@ def _compose(overrides: list[str]):
         return compose(config_name="config", overrides=overrides)
 
 
-def _run(tmp_path: Path, data_dir: Path, extra: list[str], monkeypatch) -> tuple[dict, Path]:
+def _run(
+    tmp_path: Path, data_dir: Path, extra: list[str], monkeypatch, out_name: str = "run"
+) -> tuple[dict, Path]:
     monkeypatch.delenv("STRUCTPERC_DATA", raising=False)
     cfg = _compose(
         [
@@ -48,7 +51,7 @@ def _run(tmp_path: Path, data_dir: Path, extra: list[str], monkeypatch) -> tuple
             *extra,
         ]
     )
-    out = tmp_path / "run"
+    out = tmp_path / out_name
     dev_f1 = main_from_config(cfg, out)
     results = json.loads((out / "results.json").read_text())
     assert dev_f1 == pytest.approx(results["dev"]["f1"])
@@ -134,3 +137,25 @@ def test_real_smoke_run(tmp_path, data_dir, monkeypatch):
     )
     assert results["epochs"] == 2
     assert results["dev"]["f1"] > 10  # an untrained model scores 0
+
+
+def test_killed_training_resumes_to_the_same_model(tmp_path, synthetic_dir, monkeypatch):
+    from structperc.io import load_tensors
+
+    common = ["features.gazetteer=none", "learner=averaged", "write_predictions=false"]
+    _run(tmp_path, synthetic_dir, [*common, "trainer.max_epochs=4"], monkeypatch, "straight")
+    # a run "killed" after epoch 2: its last checkpoint is epoch 2's
+    _run(tmp_path, synthetic_dir, [*common, "trainer.max_epochs=2"], monkeypatch, "killed")
+    resumed, out = _run(
+        tmp_path,
+        synthetic_dir,
+        [*common, "trainer.max_epochs=4", "trainer.resume=true"],
+        monkeypatch,
+        "killed",
+    )
+    assert resumed["resumed_from_epoch"] == 2 and resumed["epochs"] == 4
+    assert [h["epoch"] for h in resumed["history"]] == [1, 2, 3, 4]
+    a = load_tensors(tmp_path / "straight" / "model.safetensors")
+    b = load_tensors(out / "model.safetensors")
+    for name in ("weights.node", "weights.edge"):
+        assert torch.equal(a[name], b[name]), name
