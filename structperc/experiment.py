@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from structperc.checkpoint import load_checkpoint, save_checkpoint
 from structperc.data.conll import write_conll
 from structperc.data.document import Document
 from structperc.eval.chunks import ChunkScores, evaluate
@@ -30,7 +31,6 @@ from structperc.model.files import save_model
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.monitor import Monitor
-from structperc.checkpoint import load_checkpoint, save_checkpoint
 from structperc.train import Convergence, EpochLog, fit, predict
 
 log = logging.getLogger(__name__)
