@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -24,14 +25,16 @@ from structperc.data.conll import write_conll
 from structperc.data.document import Document
 from structperc.eval.chunks import ChunkScores, evaluate
 from structperc.features.cache import cached_features, file_identity
+from structperc.features.document import NonLocalFeatures
 from structperc.features.extract import FeatureMatrix
 from structperc.features.pipeline import LocalFeatures
 from structperc.io import atomic_write_json
+from structperc.model.document_weights import DocumentWeights
 from structperc.model.files import save_model
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.monitor import Monitor
-from structperc.train import Convergence, EpochLog, fit, predict
+from structperc.train import Convergence, EpochLog, fit, predict, predict_documents
 
 log = logging.getLogger(__name__)
 
@@ -92,12 +95,39 @@ def scores_dict(s: ChunkScores) -> dict:
     }
 
 
-def evaluate_split(
-    weights: ChainWeights, mats: FeatureMatrix, docs: list[Document], batch_size: int, device
+def score_predictions(
+    labels: list[str], docs: list[Document], pred_ids: list[list[int]]
 ) -> tuple[ChunkScores, list[list[str]]]:
-    pred_ids = predict(weights, mats, batch_size=batch_size, device=device)
-    pred = [[weights.labels[i] for i in p] for p in pred_ids]
+    pred = [[labels[i] for i in p] for p in pred_ids]
     return evaluate([d.tags for d in docs], pred), pred
+
+
+def bpm_initialize(learner, weights, features, labels, *, runs, seed, device, progress) -> None:
+    """Kazama & Torisawa's BPM initialisation: average ``runs`` single epochs from zero, each
+    over a differently shuffled order, and leave that average in ``weights``."""
+    tables = weights.tables()
+    total = {n: torch.zeros_like(t) for n, t in tables.items()}
+    for k in range(runs):
+        with torch.no_grad():
+            for t in tables.values():
+                t.zero_()
+        fit(
+            learner,
+            Updater(weights),
+            features,
+            labels,
+            max_epochs=1,
+            shuffle=True,
+            seed=seed * 1000 + k + 1,
+            device=device,
+            progress=progress,
+        )
+        for n, t in tables.items():
+            total[n] += t
+        log.info("BPM run %d/%d done", k + 1, runs)
+    with torch.no_grad():
+        for n, t in tables.items():
+            t.copy_(total[n] / runs)
 
 
 def run_experiment(
@@ -122,6 +152,8 @@ def run_experiment(
     hparams: dict,
     checkpoint: bool = True,
     resume: bool = False,
+    doc_features=None,
+    n_test: int = 100,
 ) -> dict:
     """Train on ``corpus["train"]``, evaluate on dev/test, write results; returns the results."""
     torch.manual_seed(seed)
@@ -129,8 +161,24 @@ def run_experiment(
     features, mats, feat_seconds, hit = extract_features(features, corpus, cache_dir, cache_key)
     labels = label_set(corpus["train"])
     y_train = encode_labels(corpus["train"], labels)
-    weights = ChainWeights(features.num_features, labels).to(device)
+    if getattr(learner, "uses_document_features", False):  # Kazama & Torisawa Alg. 4.1/4.2
+        doc_features = doc_features if doc_features is not None else NonLocalFeatures()
+        doc_features.fit(corpus["train"], labels)
+        weights = DocumentWeights(features.num_features, labels, doc_features.num_features)
+        learner.bind(corpus["train"], doc_features)
+    else:
+        doc_features = None
+        weights = ChainWeights(features.num_features, labels)
+    weights = weights.to(device)
     updater = Updater(weights, average=getattr(learner, "average", False))
+
+    def decode(split: str, n: int = n_test) -> list[list[int]]:
+        if doc_features is None:
+            return predict(weights, mats[split], batch_size=batch_size, device=device)
+        return predict_documents(
+            weights, mats[split], corpus[split], doc_features, n=n, device=device
+        )
+
     monitor = Monitor(out_dir / "tb")
     eval_split = "dev" if "dev" in corpus else "test"
     log.info(
@@ -151,15 +199,17 @@ def run_experiment(
                 torch.stack([t.norm() for t in weights.tables().values()]).norm()
             ),
         }
+        # learner-specific numbers (the CRF's objective, step, ...) as train/<name>
+        values.update({f"train/{k}": v for k, v in ep.extra.items() if isinstance(v, int | float)})
         msg = (
             f"epoch {ep.epoch}: word error {ep.word_error:.5f}, "
             f"{ep.updates} updates, {ep.seconds:.1f}s"
         )
         if eval_every and ep.epoch % eval_every == 0:
             with updater.averaged():
-                s, _ = evaluate_split(
-                    weights, mats[eval_split], corpus[eval_split], batch_size, device
-                )
+                # during training, non-local models decode with the training n (cheap)
+                n_epoch = getattr(learner, "n", n_test)
+                s, _ = score_predictions(labels, corpus[eval_split], decode(eval_split, n_epoch))
             values.update(
                 {
                     f"{eval_split}/f1": s.f1,
@@ -181,15 +231,28 @@ def run_experiment(
     elif resume:
         log.warning("trainer.resume=true but no checkpoint in %s: starting afresh", ckpt_dir)
     done_epochs = list(past)
+    bpm_runs = getattr(learner, "bpm_runs", 0)
+    if bpm_runs and start_epoch == 0:
+        bpm_initialize(
+            learner,
+            weights,
+            mats["train"],
+            y_train,
+            runs=bpm_runs,
+            seed=seed,
+            device=device,
+            progress=progress,
+        )
 
     def on_epoch_and_save(ep: EpochLog) -> None:
         on_epoch(ep)
         done_epochs.append(ep)
-        if checkpoint:
+        if checkpoint and not batch_learner:
             save_checkpoint(ckpt_dir, updater, convergence, done_epochs)
 
-    result = fit(
-        learner,
+    # batch learners (the CRF, structperc/crf/learner.py) run their own optimisation loop
+    batch_learner = hasattr(learner, "fit_batch")
+    result = (learner.fit_batch if batch_learner else partial(fit, learner))(
         updater,
         mats["train"],
         y_train,
@@ -221,7 +284,7 @@ def run_experiment(
         if split not in corpus:
             continue
         t0 = time.perf_counter()
-        s, pred = evaluate_split(weights, mats[split], corpus[split], batch_size, device)
+        s, pred = score_predictions(labels, corpus[split], decode(split))
         results[split] = scores_dict(s) | {"decode_seconds": time.perf_counter() - t0}
         log.info("%s: P %.2f R %.2f F1 %.2f", split, s.precision, s.recall, s.f1)
         if write_predictions:
@@ -238,9 +301,8 @@ def run_experiment(
     ]
     results["hparams"] = hparams
     if save:
-        save_model(
-            out_dir, weights, features, {"results": {k: results.get(k) for k in ("dev", "test")}}
-        )
+        info = {"results": {k: results.get(k) for k in ("dev", "test")}, "n_test": n_test}
+        save_model(out_dir, weights, features, info, doc_features=doc_features)
     atomic_write_json(out_dir / "results.json", results)
     final = {f"{s}_f1": results[s]["f1"] for s in ("dev", "test") if s in results}
     monitor.hparams(hparams, final)

@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 from structperc.data.conll import read_conll, write_conll
 from structperc.eval.chunks import evaluate
 from structperc.model.files import load_model
-from structperc.train import predict
+from structperc.train import predict, predict_documents
 
 log = logging.getLogger("structperc.predict")
 
@@ -34,14 +34,26 @@ def tag_file(
     batch_size: int = 16,
     device: str = "cpu",
     score: bool = True,
+    n_test: int | None = None,
 ):
     """Tag ``input_path`` into ``output_path``; returns the chunk scores when gold tags exist."""
-    weights, features, _ = load_model(model_dir)
+    weights, features, info = load_model(model_dir)
     weights.to(device)
     docs = read_conll(input_path, layout=layout, documents=documents)
     t0 = time.perf_counter()
     mats = features.transform(docs)
-    ids = predict(weights, mats, batch_size=batch_size, device=device, progress=True)
+    if "document_features" in info:  # non-local features: rescore the n'-best
+        ids = predict_documents(
+            weights,
+            mats,
+            docs,
+            info["document_features"],
+            n=n_test or info.get("n_test", 100),
+            device=device,
+            progress=True,
+        )
+    else:
+        ids = predict(weights, mats, batch_size=batch_size, device=device, progress=True)
     pred = [[weights.labels[i] for i in p] for p in ids]
     n_tok = sum(len(d) for d in docs)
     log.info("tagged %d documents, %d tokens in %.1fs", len(docs), n_tok, time.perf_counter() - t0)
@@ -62,6 +74,7 @@ def main(cfg: DictConfig) -> None:
         batch_size=cfg.batch_size,
         device=cfg.device,
         score=cfg.evaluate,
+        n_test=cfg.get("n_test"),
     )
     log.info("wrote %s", cfg.output)
     if scores is not None:

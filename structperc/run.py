@@ -33,6 +33,10 @@ def build_features(cfg: DictConfig, data_dir: Path | None):
 
 
 def main_from_config(cfg: DictConfig, out_dir: Path) -> float:
+    if cfg.get("task", "tagging") != "tagging":  # joint / cascade: Shimizu & Haas (2006)
+        from structperc.joint.entry import main_from_config as joint_main
+
+        return joint_main(cfg, out_dir)
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
     data_dir = resolve_data_dir(cfg.data.dir)
@@ -64,6 +68,8 @@ def main_from_config(cfg: DictConfig, out_dir: Path) -> float:
         hparams=_flat_hparams(cfg),
         checkpoint=t.checkpoint,
         resume=t.resume,
+        doc_features=instantiate(cfg.document_features) if cfg.get("document_features") else None,
+        n_test=cfg.decoder.n_test,
     )
     log.info("results in %s", out_dir / "results.json")
     return float(results.get("dev", results.get("test", {})).get("f1", 0.0))

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.auto import tqdm
 
+from structperc.decode.nbest import nbest_batched
 from structperc.decode.viterbi import viterbi
 from structperc.features.extract import FeatureMatrix
 from structperc.learn.base import StepStats
+from structperc.learn.proposed import rescore_argmax
 from structperc.model.batch import make_batch
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
@@ -117,6 +119,7 @@ def fit(
             tokens=stats.tokens,
             updates=stats.updates,
             seconds=time.perf_counter() - t0,
+            extra=dict(stats.extra),
         )
         history.append(log)
         done = convergence.update(log.word_error)
@@ -155,4 +158,29 @@ def predict(
         paths, _ = viterbi(weights.potentials(batch), batch.lengths)  # [B, T]
         for b, d in enumerate(docs):
             out[d] = paths[b, : lengths[d]].tolist()
+    return out
+
+
+@torch.no_grad()
+def predict_documents(
+    weights,
+    features: FeatureMatrix,
+    documents: list,
+    doc_features,
+    *,
+    n: int = 100,
+    device: str | torch.device = "cpu",
+    progress: bool = False,
+) -> list[list[int]]:
+    """Kazama & Torisawa's prediction with non-local features: the argmax of Φ^a·α over the
+    n-best labelings of Φ^l·α, document by document."""
+    out: list[list[int]] = []
+    for d in tqdm(range(features.num_docs), desc="decode", disable=not progress, leave=False):
+        batch = make_batch(features, [d]).to(device)
+        paths, local = nbest_batched(weights.potentials(batch), batch.lengths, n)  # [1, n, T]
+        valid = torch.isfinite(local[0])
+        cands, local = paths[0, valid], local[0, valid]
+        ids, offsets = doc_features.vectorize(documents[d], cands)
+        best = rescore_argmax(cands, local, weights.global_scores(ids, offsets))
+        out.append(best.tolist())
     return out

@@ -42,9 +42,12 @@ def _run(
     tmp_path: Path, data_dir: Path, extra: list[str], monkeypatch, out_name: str = "run"
 ) -> tuple[dict, Path]:
     monkeypatch.delenv("STRUCTPERC_DATA", raising=False)
+    experiment = (
+        [] if any(o.startswith("+experiment=") for o in extra) else ["+experiment=conll03_local"]
+    )
     cfg = _compose(
         [
-            "+experiment=conll03_local",
+            *experiment,
             f"data.dir={data_dir}",
             f"cache_dir={tmp_path / 'cache'}",
             "trainer.progress=false",
@@ -159,3 +162,27 @@ def test_killed_training_resumes_to_the_same_model(tmp_path, synthetic_dir, monk
     b = load_tensors(out / "model.safetensors")
     for name in ("weights.node", "weights.edge"):
         assert torch.equal(a[name], b[name]), name
+
+
+def test_nonlocal_run_trains_saves_and_predicts(tmp_path, synthetic_dir, monkeypatch):
+    results, out = _run(
+        tmp_path,
+        synthetic_dir,
+        [
+            "+experiment=conll03_nonlocal",
+            "features.gazetteer=none",
+            "trainer.max_epochs=2",
+            "learner.n=5",
+            "learner.bpm_runs=2",
+            "decoder.n_test=8",
+        ],
+        monkeypatch,
+    )
+    hist = results["history"]
+    assert len(hist) == 2
+    assert all(h["updates"] == h.get("updates_a", 0) + h.get("updates_b", 0) for h in hist)
+    assert results["test"]["f1"] > 50
+    weights, _, info = load_model(out)
+    assert "document_features" in info and weights.global_.weight.abs().sum() > 0
+    scores = tag_file(out, synthetic_dir / "conll2003" / "test.txt", tmp_path / "t.txt")
+    assert scores.f1 == pytest.approx(results["test"]["f1"])

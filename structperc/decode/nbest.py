@@ -93,19 +93,22 @@ def kbest_dp(potentials: Tensor, lengths: Tensor, n: int) -> tuple[Tensor, Tenso
 
 
 def _trace(back: Tensor, fidx: Tensor, lengths: Tensor, L: int, n: int) -> Tensor:
-    """Follow (label, rank) pointers from the final top-n indices [B, n]."""
+    """Follow (label, rank) pointers from the final top-n indices [B, n].
+
+    Past a sequence's length the pointers are the identity, so one gather per position serves
+    the whole ragged batch; padding positions are masked to -1 at the end.
+    """
     T, B = back.shape[0], back.shape[1]
-    device = back.device
-    paths = torch.full((B, n, T), -1, dtype=torch.long, device=device)
+    flat = back.view(T, B, L * n)
     cur = fidx.long()  # [B, n] flat index label * n + rank at position t
-    rows = torch.arange(B, device=device).unsqueeze(1).expand(B, n)
+    labels = []
     for t in range(T - 1, -1, -1):
-        label = torch.div(cur, n, rounding_mode="floor")
-        real = (t < lengths).unsqueeze(1)  # [B, 1]
-        paths[:, :, t] = torch.where(real, label, paths[:, :, t])
-        prev = back[t].view(B, L * n)[rows, cur].long()  # [B, n]
-        cur = torch.where(real, prev, cur) if t > 0 else cur
-    return paths
+        labels.append(torch.div(cur, n, rounding_mode="floor"))
+        if t > 0:
+            cur = flat[t].gather(1, cur).long()
+    paths = torch.stack(labels[::-1], dim=2)  # [B, n, T]
+    real = torch.arange(T, device=back.device).view(1, 1, T) < lengths.view(B, 1, 1)
+    return paths.masked_fill(~real, -1)
 
 
 def nbest_batched(

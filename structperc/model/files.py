@@ -15,23 +15,35 @@ FORMAT = "structperc.chain/1"
 
 
 def save_model(
-    directory: str | Path, weights: ChainWeights, features: LocalFeatures, info: dict | None = None
+    directory: str | Path,
+    weights: ChainWeights,
+    features: LocalFeatures,
+    info: dict | None = None,
+    doc_features=None,
 ) -> Path:
-    """Write the model into ``directory`` (atomically, file by file)."""
+    """Write the model into ``directory`` (atomically, file by file).
+
+    ``doc_features`` (a fitted ``NonLocalFeatures``) is stored with a ``DocumentWeights`` model.
+    """
     directory = Path(directory)
     meta, vocab_tensors = features.state()
     tensors = {f"weights.{n}": t for n, t in weights.tables().items()}
     tensors.update({f"vocab.{n}": t for n, t in vocab_tensors.items()})
     atomic_save_tensors(directory / "model.safetensors", tensors)
+    doc = {"document_features": doc_features.state()[0]} if doc_features is not None else {}
     atomic_write_json(
         directory / "model.json",
-        {"format": FORMAT, "labels": weights.labels, "features": meta, "info": info or {}},
+        {"format": FORMAT, "labels": weights.labels, "features": meta, "info": info or {}, **doc},
     )
     return directory
 
 
 def load_model(directory: str | Path) -> tuple[ChainWeights, LocalFeatures, dict]:
-    """(weights, fitted features, info) from a directory written by ``save_model``."""
+    """(weights, fitted features, info) from a directory written by ``save_model``.
+
+    A model with non-local features comes back as ``DocumentWeights``, and its fitted
+    ``NonLocalFeatures`` as ``info["document_features"]``.
+    """
     directory = Path(directory)
     meta_path = directory / "model.json"
     if not meta_path.is_file():
@@ -42,7 +54,18 @@ def load_model(directory: str | Path) -> tuple[ChainWeights, LocalFeatures, dict
     tensors = load_tensors(directory / "model.safetensors")
     vocab = {k[6:]: v for k, v in tensors.items() if k.startswith("vocab.")}
     features = LocalFeatures.from_state(meta["features"], vocab)
-    weights = ChainWeights(features.num_features, meta["labels"])
+    info = dict(meta.get("info", {}))
+    if "document_features" in meta:
+        from structperc.features.document import NonLocalFeatures
+        from structperc.model.document_weights import DocumentWeights
+
+        doc_features = NonLocalFeatures.from_state(meta["document_features"])
+        weights = DocumentWeights(
+            features.num_features, meta["labels"], len(tensors["weights.global"])
+        )
+        info["document_features"] = doc_features
+    else:
+        weights = ChainWeights(features.num_features, meta["labels"])
     for name, table in weights.tables().items():
         table.data.copy_(tensors[f"weights.{name}"])
-    return weights, features, meta.get("info", {})
+    return weights, features, info
