@@ -28,11 +28,12 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) ## Create .venv and install structperc with its dev tools
 
-run: $(STAMP) ## The main job: train and evaluate on CoNLL-2003 (outputs under outputs/)
-	$(PY) -m structperc.run +experiment=conll03_local
+run: $(STAMP) ## The main job: Kazama & Torisawa's proposed algorithm with non-local features on CoNLL-2003
+	$(PY) -m structperc.run +experiment=conll03_nonlocal
 
-smoke: $(STAMP) ## A one-minute run on 40 documents
-	$(PY) -m structperc.run +experiment=conll03_local data.max_docs=40 trainer.max_epochs=3 hydra.run.dir=outputs/smoke
+smoke: $(STAMP) ## One-minute runs on 40 documents (local and non-local)
+	$(PY) -m structperc.run +experiment=conll03_local data.max_docs=40 trainer.max_epochs=3 hydra.run.dir=outputs/smoke_local
+	$(PY) -m structperc.run +experiment=conll03_nonlocal data.max_docs=40 trainer.max_epochs=2 hydra.run.dir=outputs/smoke_nonlocal
 
 test: $(STAMP) ## Run the test suite (fast: synthetic data and slices of the real data)
 	$(PY) -m pytest -q
