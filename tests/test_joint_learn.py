@@ -1,0 +1,277 @@
+"""Part features, Phi differences and the two update rules (closed forms), joint and chain."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from structperc.data.document import Document
+from structperc.features.extract import FeatureMatrix
+from structperc.joint.dp import structure_scores
+from structperc.joint.features import PartFeatures, token_type
+from structperc.joint.learn import MaxMarginPerceptron, VotedPerceptron, max_margin_tau
+from structperc.joint.structure import LabelChunk, from_document, from_tags, hamming, parts
+from structperc.joint.train import JointProblem, fit_joint, predict_joint
+from structperc.joint.weights import (
+    JointWeights,
+    make_joint_batch,
+    part_columns,
+    restrict,
+    structure_delta,
+)
+from structperc.learn.perceptron import Perceptron
+from structperc.model.batch import make_batch
+from structperc.model.updates import Updater
+from structperc.model.weights import ChainWeights
+
+SENTS = [
+    ("The cat sat on the mat .", "DT NN VBD IN DT NN .", "B I O O B I O"),
+    ("IBM bought 12 small firms quickly", "NNP VBD CD JJ NNS RB", "B O B I I O"),
+    ("Dogs bark", "NNS VBP", "B O"),
+    ("He said the McDonald deal was big", "PRP VBD DT NNP NN VBD JJ", "B O B I I O O"),
+]
+
+
+def docs() -> list[Document]:
+    out = []
+    for words, pos, np in SENTS:
+        tags = [t if t == "O" else f"{t}-NP" for t in np.split()]
+        out.append(Document(tokens=words.split(), columns={"pos": pos.split()}, tags=tags))
+    return out
+
+
+@pytest.fixture(scope="module")
+def model():
+    corpus = docs()
+    features = PartFeatures().fit(corpus)
+    mats = features.transform(corpus)
+    gold = LabelChunk.cat([from_document(d) for d in corpus])
+    return features, mats, gold
+
+
+def random_weights(features: PartFeatures, seed: int) -> JointWeights:
+    weights = JointWeights(features.num_features)
+    gen = torch.Generator().manual_seed(seed)
+    for t in weights.tables().values():
+        t.copy_(torch.randint(-3, 4, t.shape, generator=gen).float())
+    return weights
+
+
+def test_token_types_follow_table5():
+    assert token_type("Smith") == "CAPITAL" and token_type("A") == "CAP_ONE"
+    assert token_type("IBM") == "CAP_ALL" and token_type("McDonald") == "CAP_MIX"
+    assert token_type("1996") == "NUMBER" and token_type("B-52") == "NUMBER"
+    assert token_type("the") is None and token_type(",") is None
+
+
+def test_unlexicalized_rows_are_the_bias_and_token_type(model):
+    features, _, _ = model
+    rows = features.unlexicalized_rows()
+    # pos_node: bias + the token types seen (t_r); every other part type: only the bias
+    assert int(rows["pos_node"].sum()) == 1 + len(features.vocabs["pos_node"].values["t"])
+    for g in ("pos_edge", "chunk_start", "chunk_edge"):
+        assert int(rows[g].sum()) == 1
+    assert int(rows["chunk_end"].sum()) == 0
+
+
+def naive_phi(features, mats, y: LabelChunk, d: int, weights: JointWeights) -> dict:
+    """Phi(x_d, y) as {(table, flat index): count}, from the part list of the paper's notation."""
+    C, P = len(weights.chunk_tags), len(weights.pos_tags)
+    lo = int(next(iter(mats.values())).doc_offsets[d])
+
+    def feats(g, t):
+        m = mats[g]
+        a, b = int(m.offsets[lo + t]), int(m.offsets[lo + t + 1])
+        return m.ids[a:b].tolist()
+
+    phi: dict = {}
+
+    def add(g, t, col):
+        for f in feats(g, t):
+            key = (g, f * weights.widths[g] + col)
+            phi[key] = phi.get(key, 0) + 1
+
+    for part in parts(y):
+        kind = part[0]
+        if kind == "pos_node":
+            _, c, p, r = part
+            add("pos_node", r, c * P + p)
+        elif kind == "pos_edge":
+            _, c, p0, p, _, r = part
+            add("pos_edge", r, (c * P + p0) * P + p)
+        elif kind == "chunk_node":
+            _, c, q, r = part
+            add("chunk_start", q, c)
+            add("chunk_end", r, c)
+        else:
+            _, c0, c, _, q = part
+            add("chunk_edge", q, c0 * C + c)
+    return phi
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 3), st.integers(0, 10**6))
+def test_delta_matches_parts_and_scores(model, d, seed):
+    features, mats, gold = model
+    weights = random_weights(features, seed)
+    batch = make_joint_batch(mats, [d])
+    lo, hi = (int(x) for x in mats["pos_node"].doc_offsets[d : d + 2])
+    y_star = gold.slice(lo, hi)
+    y_pred = JointProblem(weights).decode(batch)
+    delta = structure_delta(weights, batch, y_star, y_pred)
+    pot = weights.potentials(batch)
+    s = structure_scores(
+        pot, LabelChunk(*(t.unsqueeze(0) for t in (y_star.pos, y_star.chunk, y_star.start)))
+    )
+    s_pred = structure_scores(
+        pot, LabelChunk(*(t.unsqueeze(0) for t in (y_pred.pos, y_pred.chunk, y_pred.start)))
+    )
+    assert math.isclose(delta.dot(weights.tables()), float(s - s_pred), abs_tol=1e-4)
+    gold_phi = naive_phi(features, mats, y_star, d, weights)
+    pred_phi = naive_phi(features, mats, y_pred, d, weights)
+    diff = {k: gold_phi.get(k, 0) - pred_phi.get(k, 0) for k in gold_phi.keys() | pred_phi.keys()}
+    assert delta.norm_sq() == sum(v * v for v in diff.values())
+    coalesced = {
+        (g, i): v
+        for g, (idx, vals) in delta.coalesced().items()
+        for i, v in zip(idx.tolist(), vals.tolist(), strict=True)
+        if v
+    }
+    assert coalesced == {k: v for k, v in diff.items() if v}
+
+
+def test_part_columns_mark_chunk_boundaries():
+    y = from_tags(["NOUN", "NOUN", "VERB"], ["B-NP", "I-NP", "O"])
+    batch = make_batch(_fake_matrix(3), [0])
+    cols = part_columns(y, batch, 2, 5)
+    assert cols["chunk_start"].tolist() == [1, -1, 0]
+    assert cols["chunk_end"].tolist() == [-1, 1, 0]
+    assert cols["chunk_edge"].tolist() == [-1, -1, 2]  # NP -> O
+    assert cols["pos_edge"].tolist()[0] == -1 and cols["pos_edge"].tolist()[2] == -1
+
+
+def _fake_matrix(n: int) -> FeatureMatrix:
+    return FeatureMatrix(
+        torch.zeros(n, dtype=torch.int32), torch.arange(n + 1), torch.tensor([0, n])
+    )
+
+
+def test_max_margin_tau_closed_form():
+    # (loss - margin) / ||d||^2, clipped to [0, C]
+    assert max_margin_tau(loss=3, margin=-1, norm_sq=8, C=1) == 0.5
+    assert max_margin_tau(loss=3, margin=-1, norm_sq=2, C=1) == 1.0
+    assert max_margin_tau(loss=3, margin=-1, norm_sq=2, C=5) == 2.0
+    assert max_margin_tau(loss=1, margin=4, norm_sq=2, C=1) == 0.0
+    assert max_margin_tau(loss=1, margin=0, norm_sq=0, C=1) == 0.0
+
+
+def _one_update(model, learner, seed):
+    features, mats, gold = model
+    weights = random_weights(features, seed)
+    updater = Updater(weights)
+    problem = JointProblem(weights)
+    d = seed % 4
+    batch = make_joint_batch(mats, [d])
+    lo, hi = (int(x) for x in mats["pos_node"].doc_offsets[d : d + 2])
+    y_star = gold.slice(lo, hi)
+    y_pred = problem.decode(batch)
+    delta = structure_delta(weights, batch, y_star, y_pred)
+    before = delta.dot(weights.tables())
+    stats = learner.update(updater, problem, batch, y_star)
+    after = delta.dot(weights.tables())
+    return y_star, y_pred, delta, before, after, stats
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10**6))
+def test_perceptron_update_moves_margin_by_norm(model, seed):
+    y_star, y_pred, delta, before, after, stats = _one_update(model, VotedPerceptron(), seed)
+    if y_star.equal(y_pred):
+        assert stats.updates == 0 and after == before
+    else:
+        assert math.isclose(after - before, delta.norm_sq(), abs_tol=1e-3)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10**6))
+def test_max_margin_update_makes_the_constraint_tight(model, seed):
+    y_star, y_pred, delta, before, after, stats = _one_update(
+        model, MaxMarginPerceptron(C=1e9), seed
+    )
+    if y_star.equal(y_pred):
+        return
+    loss = sum(hamming(y_star, y_pred))
+    tau = (loss - before) / delta.norm_sq()
+    assert math.isclose(after, loss, abs_tol=1e-3)  # s(y*) - s(y') = l(y') (unclipped)
+    assert math.isclose(after - before, tau * delta.norm_sq(), abs_tol=1e-3)
+
+
+def test_clipped_max_margin_step_is_c(model):
+    y_star, y_pred, delta, before, after, _ = _one_update(model, MaxMarginPerceptron(C=1e-3), 7)
+    assert not y_star.equal(y_pred)
+    assert math.isclose(after - before, 1e-3 * delta.norm_sq(), rel_tol=1e-3)
+
+
+def test_restrict_keeps_unlexicalized_rows(model):
+    features, mats, gold = model
+    weights = random_weights(features, 3)
+    batch = make_joint_batch(mats, [0])
+    lo, hi = (int(x) for x in mats["pos_node"].doc_offsets[0:2])
+    delta = structure_delta(weights, batch, gold.slice(lo, hi), JointProblem(weights).decode(batch))
+    rows = features.unlexicalized_rows()
+    kept = restrict(delta, rows, weights.widths)
+    for g, (idx, _) in kept.parts.items():
+        assert rows[g][idx // weights.widths[g]].all()
+
+
+def test_backoff_epoch_leaves_lexicalized_weights_at_zero(model):
+    features, mats, gold = model
+    weights = JointWeights(features.num_features)
+    updater = Updater(weights, average=True)
+    rows = features.unlexicalized_rows()
+    fit_joint(
+        MaxMarginPerceptron(), updater, mats, gold, unlexicalized=rows, max_epochs=1, progress=False
+    )
+    for g, table in weights.tables().items():
+        assert (table[~rows[g]] == 0).all()
+    assert any(table.abs().sum() > 0 for table in weights.tables().values())
+
+
+@pytest.mark.parametrize("learner", [VotedPerceptron(), MaxMarginPerceptron()])
+def test_separable_toy_set_is_learned(model, learner):
+    features, mats, gold = model
+    weights = JointWeights(features.num_features)
+    result = fit_joint(
+        learner, Updater(weights), mats, gold, backoff_epochs=0, max_epochs=30, progress=False
+    )
+    assert result.history[-1].errors == 0
+
+
+def test_chain_step_equals_the_chain_perceptron():
+    corpus = docs()
+    features = PartFeatures({"token": [(), (("w", 0),), (("w", -1),)]}).fit(corpus)
+    mats = features.transform(corpus)["token"]
+    labels = torch.tensor([["O", "B-NP", "I-NP"].index(t[:4]) for d in corpus for t in d.tags])
+    outs = []
+    for learner in (VotedPerceptron(average=False), Perceptron(average=False)):
+        weights = ChainWeights(features.num_features["token"], ["O", "B-NP", "I-NP"])
+        updater = Updater(weights)
+        for _ in range(2):
+            for d in range(4):
+                lo, hi = (int(x) for x in mats.doc_offsets[d : d + 2])
+                learner.step(updater, make_batch(mats, [d]), labels[lo:hi])
+        outs.append({n: t.clone() for n, t in weights.tables().items()})
+    assert all(torch.equal(outs[0][n], outs[1][n]) for n in outs[0])
+
+
+def test_predict_batched_equals_one_at_a_time(model):
+    features, mats, _ = model
+    weights = random_weights(features, 11)
+    one = predict_joint(weights, mats, batch_size=1)
+    many = predict_joint(weights, mats, batch_size=3)
+    assert all(a.equal(b) for a, b in zip(one, many, strict=True))
+    assert [len(y) for y in one] == [len(s[0].split()) for s in SENTS]
