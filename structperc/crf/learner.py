@@ -1,0 +1,450 @@
+"""Training a linear-chain CRF on the local features, through torch-struct marginals.
+
+The CRF (Lafferty et al. 2001) shares the perceptrons' model: node and edge ``EmbeddingBag``
+tables W, token scores S = X W, potentials as in ``ChainWeights.potentials``.  Training minimises
+the negative log-likelihood with a Gaussian prior (Chen & Rosenfeld 2000), as in Kazama &
+Torisawa's (2007) CRF baseline (Table 2: sigma^2 = 100 chosen on dev):
+
+    f(w) = sum_d [log Z(x_d) - s(x_d, y*_d)] + ||w||^2 / (2 sigma^2),
+    grad f = sum_d [E_{p(y|x_d)} Phi(x_d, y) - Phi(x_d, y*_d)] + w / sigma^2.
+
+The expectation is the marginals, obtained as the gradient of torch-struct's log-partition by
+autograd (``adapter.py``); the chain rule through the sparse lookups (``lookup.py``) turns the
+per-token gradients into table gradients.  This is the only module of structperc that calls
+``.backward()``.
+
+Two optimizers (``optimizer=``):
+
+* ``"lbfgs"``: full-batch L-BFGS (``lbfgs.py``), one iteration per "epoch" — Kazama &
+  Torisawa's setting (CRF++ with an L-BFGS module).  One evaluation = one lookup pass over all
+  training tokens, the DP over length-sorted buckets of documents (``dp_batch_tokens`` padded
+  tokens each), one transposed lookup for the gradient.
+* ``"sgd"``: mini-batch SGD with sparse updates and the lazy prior (``sgd.py``); mini-batches are
+  length-sorted groups of ``batch_tokens`` tokens, visited in a shuffled order each epoch.
+
+Convergence as in CRF++: stop when the relative change of the objective, |f_k - f_{k-1}| / f_k,
+stays below ``tol`` for ``patience`` consecutive iterations (SGD: epochs, on the objective summed
+during the epoch), or after ``min(max_iterations, trainer max_epochs)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from structperc.crf.adapter import nll
+from structperc.crf.lbfgs import LBFGS
+from structperc.crf.lookup import TransposedIndex, chain_potentials, lookup
+from structperc.crf.semiring import get_semiring
+from structperc.crf.sgd import ScaledSGD
+from structperc.features.extract import FeatureMatrix
+from structperc.model.batch import FeatureBatch, make_batch
+from structperc.model.updates import Updater
+from structperc.model.weights import ChainWeights
+from structperc.train import Convergence, EpochLog, FitResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Bucket:
+    """Documents decoded together: their batch layout, gold labels and global token positions.
+
+    batch:  FeatureBatch of the documents (CSR features, lengths, layout maps).
+    gold:   [B, T] long gold labels, -1 past each length.
+    labels: [N_b] long gold labels of the bucket's tokens (batch token order).
+    tokens: [N_b] long positions of the bucket's tokens in the whole training set.
+    index:  X^T of the bucket's tokens (mini-batch training only).
+    """
+
+    batch: FeatureBatch
+    gold: Tensor
+    labels: Tensor
+    tokens: Tensor
+    index: TransposedIndex | None = None
+
+    @property
+    def num_docs(self) -> int:
+        return self.batch.num_docs
+
+
+def length_buckets(lengths: list[int], budget: int) -> list[list[int]]:
+    """Documents sorted by length, grouped so that B * (longest length) <= ``budget``.
+
+    A document longer than the budget gets a bucket of its own.
+    """
+    order = sorted(range(len(lengths)), key=lambda d: (lengths[d], d))
+    buckets: list[list[int]] = []
+    current: list[int] = []
+    for d in order:
+        if current and (len(current) + 1) * lengths[d] > budget:
+            buckets.append(current)
+            current = []
+        current.append(d)
+    if current:
+        buckets.append(current)
+    return buckets
+
+
+def make_buckets(
+    features: FeatureMatrix,
+    labels: Tensor,
+    budget: int,
+    *,
+    with_index: bool,
+    num_features: int,
+    device: str | torch.device,
+) -> list[Bucket]:
+    """``Bucket``s of all documents of ``features`` (gold ``labels`` [N] over all tokens)."""
+    doc_offsets = features.doc_offsets
+    lengths = (doc_offsets[1:] - doc_offsets[:-1]).tolist()
+    out = []
+    for docs in length_buckets(lengths, budget):
+        batch = make_batch(features, docs)
+        tokens = torch.cat(
+            [torch.arange(int(doc_offsets[d]), int(doc_offsets[d + 1])) for d in docs]
+        )
+        gold_tokens = labels[tokens]  # [N_b]
+        index = (
+            TransposedIndex.build(batch.ids, batch.offsets, num_features).to(device)
+            if with_index
+            else None
+        )
+        out.append(
+            Bucket(
+                batch=batch.to(device),
+                gold=batch.pad(gold_tokens).to(device),
+                labels=gold_tokens.to(device),
+                tokens=tokens.to(device),
+                index=index,
+            )
+        )
+    return out
+
+
+class CRF:
+    """L2-regularised linear-chain CRF trained through torch-struct (``fit_batch``).
+
+    Args:
+        sigma2: variance of the Gaussian prior (Kazama & Torisawa tune 13 ... 800; 100 best).
+        optimizer: ``"lbfgs"`` (full batch) or ``"sgd"`` (mini-batch, sparse updates).
+        max_iterations: upper bound on iterations (L-BFGS) or epochs (SGD); the trainer's
+            ``max_epochs`` bounds it too (the smaller wins).
+        tol, patience: stop when |f_k - f_{k-1}| / f_k < tol for ``patience`` iterations in a row.
+        history: L-BFGS memory m.
+        lr: SGD initial learning rate eta_0.
+        batch_tokens: SGD mini-batch size in padded tokens (B * longest document).
+        dp_batch_tokens: L-BFGS bucket size for the DP, in padded tokens.
+        semiring: ``"scaled"`` (``ScaledLogSemiring``, fast) or ``"log"`` (torch-struct's own).
+        dtype: floating type of the DP (``"float64"``: exact log Z over 1,000-token documents).
+
+    Cost of one L-BFGS iteration: ~1 evaluation = 2 lookups + 2 transposed lookups over all
+    training features (O(nnz (L + L^2))), the DP O(N L^3), and O(m (F L^2)) for the update;
+    memory (2 m + 4) copies of the tables.
+    """
+
+    def __init__(
+        self,
+        sigma2: float = 100.0,
+        optimizer: str = "lbfgs",
+        max_iterations: int = 1000,
+        tol: float = 1e-4,
+        patience: int = 3,
+        history: int = 6,
+        lr: float = 0.05,
+        batch_tokens: int = 2000,
+        dp_batch_tokens: int = 8000,
+        semiring: str = "scaled",
+        dtype: str = "float64",
+    ):
+        self.sigma2 = sigma2
+        self.optimizer = optimizer
+        self.max_iterations = max_iterations
+        self.tol = tol
+        self.patience = patience
+        self.history = history
+        self.lr = lr
+        self.batch_tokens = batch_tokens
+        self.dp_batch_tokens = dp_batch_tokens
+        self.semiring = semiring
+        self.dtype = dtype
+
+    # ------------------------------------------------------------------------------------------
+    def _validate(self) -> None:
+        if self.optimizer not in ("lbfgs", "sgd"):
+            raise ValueError(f"optimizer must be 'lbfgs' or 'sgd', got {self.optimizer!r}")
+        if not self.sigma2 > 0:
+            raise ValueError(f"sigma2 must be > 0, got {self.sigma2}")
+        if self.dtype not in ("float32", "float64"):
+            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+        get_semiring(self.semiring)
+
+    def fit_batch(
+        self,
+        updater: Updater,
+        features: FeatureMatrix,
+        labels: Tensor,
+        *,
+        max_epochs: int | None = None,
+        seed: int = 0,
+        device: str | torch.device = "cpu",
+        on_epoch: Callable[[EpochLog], None] | None = None,
+        progress: bool = True,
+        **_: object,
+    ) -> FitResult:
+        """Train ``updater.weights`` in place on the documents of ``features`` (gold ``labels``).
+
+        Called like ``train.fit`` (without the learner).  Returns a ``FitResult`` whose epochs are
+        L-BFGS iterations (or SGD epochs); each ``EpochLog`` carries ``extra = {"objective",
+        "nll", ...}``.  ``fit``'s other keyword arguments (``tol``, ``patience``, ``shuffle``,
+        ``start_epoch``, ``convergence``) are accepted and ignored: the learner's own settings
+        apply, and training always starts from the current weights with a fresh L-BFGS memory.
+        """
+        self._validate()
+        weights = updater.weights
+        limit = self.max_iterations if max_epochs is None else min(self.max_iterations, max_epochs)
+        run = _lbfgs_run if self.optimizer == "lbfgs" else _sgd_run
+        return run(self, weights, features, labels, limit, seed, device, on_epoch, progress)
+
+
+def _dtype(name: str) -> torch.dtype:
+    return torch.float64 if name == "float64" else torch.float32
+
+
+def _bucket_loss(learner: CRF, scores: Tensor, bucket: Bucket, num_labels: int) -> Tensor:
+    """Sum of -log p(y* | x) over the bucket's documents, from their token scores.
+
+    scores: [N_b, L + L*L] token scores (node, then edge flattened (from, to)), requires grad.
+    """
+    L = num_labels
+    node, edge = scores[:, :L], scores[:, L:].reshape(-1, L, L)
+    potentials = chain_potentials(node, edge, bucket.batch)  # [B, T, L, L]
+    loss = nll(potentials, bucket.batch.lengths, bucket.gold, get_semiring(learner.semiring))
+    return loss.sum()
+
+
+def _posterior_errors(node_grad: Tensor, labels: Tensor) -> int:
+    """Tokens whose most probable label (marginal = node gradient + gold one-hot) is wrong."""
+    marg = node_grad.detach().clone()
+    marg[torch.arange(len(labels), device=labels.device), labels] += 1.0
+    return int((marg.argmax(dim=1) != labels).sum())
+
+
+def full_objective(
+    learner: CRF,
+    weights: ChainWeights,
+    features: FeatureMatrix,
+    index: TransposedIndex,
+    buckets: list[Bucket],
+) -> tuple[float, float, list[Tensor], int]:
+    """f(w), sum_d nll_d, [grad_node [F, L], grad_edge [F, L*L]], posterior token errors.
+
+    One lookup over all training tokens; per bucket, the DP and its backward pass into the
+    token scores; one transposed lookup for the table gradients; the prior added in closed form.
+    """
+    L = weights.num_labels
+    dtype = _dtype(learner.dtype)
+    tables = [weights.node.weight, weights.edge.weight]
+    leaves = [t.detach().requires_grad_(True) for t in tables]
+    ids, offsets = features.ids, features.offsets
+    with torch.enable_grad():
+        token_node = lookup(leaves[0], ids, offsets, index)  # [N, L]
+        token_edge = lookup(leaves[1], ids, offsets, index)  # [N, L*L]
+    scores = torch.cat([token_node, token_edge], dim=1).detach()  # [N, L + L*L]
+    grad_scores = torch.zeros_like(scores)
+    total, errors = 0.0, 0
+    for bucket in buckets:
+        s = scores[bucket.tokens].to(dtype).requires_grad_(True)  # [N_b, L + L*L]
+        with torch.enable_grad():
+            loss = _bucket_loss(learner, s, bucket, L)
+            loss.backward()
+        grad_scores[bucket.tokens] = s.grad.to(grad_scores.dtype)
+        total += float(loss.detach())
+        errors += _posterior_errors(s.grad[:, :L], bucket.labels)
+    torch.autograd.backward([token_node, token_edge], [grad_scores[:, :L], grad_scores[:, L:]])
+    grads = []
+    sq = 0.0
+    for w, leaf in zip(tables, leaves, strict=True):
+        g = leaf.grad.to_dense() if leaf.grad.is_sparse else leaf.grad
+        g.add_(w, alpha=1.0 / learner.sigma2)
+        grads.append(g)
+        sq += float(torch.dot(w.view(-1), w.view(-1)))
+    return total + sq / (2.0 * learner.sigma2), total, grads, errors
+
+
+def _lbfgs_run(
+    learner: CRF,
+    weights: ChainWeights,
+    features: FeatureMatrix,
+    labels: Tensor,
+    limit: int,
+    seed: int,
+    device,
+    on_epoch,
+    progress: bool,
+) -> FitResult:
+    t_start = time.perf_counter()
+    features = FeatureMatrix(*(t.to(device) for t in features.tensors().values()))
+    index = TransposedIndex.build(features.ids.cpu(), features.offsets.cpu(), weights.num_features)
+    index = index.to(device)
+    buckets = make_buckets(
+        features_cpu(features),
+        labels.cpu(),
+        learner.dp_batch_tokens,
+        with_index=False,
+        num_features=weights.num_features,
+        device=device,
+    )
+    log.info(
+        "CRF L-BFGS: %d documents in %d DP buckets, %d parameters, sigma2 %g",
+        features.num_docs,
+        len(buckets),
+        weights.node.weight.numel() + weights.edge.weight.numel(),
+        learner.sigma2,
+    )
+    last: dict = {}
+
+    def objective() -> tuple[float, list[Tensor]]:
+        f, total, grads, errors = full_objective(learner, weights, features, index, buckets)
+        last.update(nll=total, errors=errors)
+        return f, grads
+
+    opt = LBFGS([weights.node.weight, weights.edge.weight], history=learner.history)
+    convergence = Convergence(learner.tol, learner.patience)
+    history: list[EpochLog] = []
+    stopped_by = "max_epochs"
+    n_tokens = features.num_tokens
+    it = 0
+    bar = tqdm(range(1, limit + 1), desc="L-BFGS", unit="it", disable=not progress, leave=False)
+    for it in bar:
+        t0 = time.perf_counter()
+        info = opt.step(objective)
+        ep = EpochLog(
+            epoch=it,
+            word_error=last["errors"] / max(n_tokens, 1),
+            errors=last["errors"],
+            tokens=n_tokens,
+            updates=info.evaluations,
+            seconds=time.perf_counter() - t0,
+            extra={
+                "objective": info.loss,
+                "nll": last["nll"],
+                "step": info.step,
+                "grad_norm": info.grad_norm,
+            },
+        )
+        history.append(ep)
+        bar.set_postfix(objective=f"{info.loss:.6g}")
+        log.info(
+            "iteration %d: objective %.6g (nll %.6g), step %.3g, %d evaluation(s), %.1fs",
+            it,
+            info.loss,
+            last["nll"],
+            info.step,
+            info.evaluations,
+            ep.seconds,
+        )
+        done = convergence.update(_rel_objective(info.loss))
+        if on_epoch is not None:
+            on_epoch(ep)
+        if not info.accepted:
+            stopped_by = "no_progress"
+            break
+        if done:
+            stopped_by = "converged"
+            break
+    return FitResult(it, stopped_by, time.perf_counter() - t_start, history)
+
+
+def _rel_objective(f: float) -> float:
+    """The objective as ``Convergence`` tracks it (it takes |e_k - e_{k-1}| / e_{k-1})."""
+    return f if math.isfinite(f) else float("inf")
+
+
+def features_cpu(features: FeatureMatrix) -> FeatureMatrix:
+    return FeatureMatrix(*(t.cpu() for t in features.tensors().values()))
+
+
+def _sgd_run(
+    learner: CRF,
+    weights: ChainWeights,
+    features: FeatureMatrix,
+    labels: Tensor,
+    limit: int,
+    seed: int,
+    device,
+    on_epoch,
+    progress: bool,
+) -> FitResult:
+    t_start = time.perf_counter()
+    L = weights.num_labels
+    dtype = _dtype(learner.dtype)
+    buckets = make_buckets(
+        features_cpu(features),
+        labels.cpu(),
+        learner.batch_tokens,
+        with_index=True,
+        num_features=weights.num_features,
+        device=device,
+    )
+    log.info(
+        "CRF SGD: %d documents in %d mini-batches, sigma2 %g, lr %g",
+        features.num_docs,
+        len(buckets),
+        learner.sigma2,
+        learner.lr,
+    )
+    tables = [weights.node.weight, weights.edge.weight]
+    opt = ScaledSGD(tables, learner.sigma2, features.num_docs, learner.lr)
+    convergence = Convergence(learner.tol, learner.patience)
+    history: list[EpochLog] = []
+    stopped_by = "max_epochs"
+    n_tokens = features.num_tokens
+    epoch = 0
+    for epoch in range(1, limit + 1):
+        t0 = time.perf_counter()
+        gen = torch.Generator().manual_seed(seed * 100_003 + epoch)
+        order = torch.randperm(len(buckets), generator=gen).tolist()
+        total, errors = 0.0, 0
+        bar = tqdm(order, desc=f"epoch {epoch}", unit="batch", disable=not progress, leave=False)
+        for k in bar:
+            bucket = buckets[k]
+            batch = bucket.batch
+            leaves = [t.detach().requires_grad_(True) for t in tables]
+            with torch.enable_grad():
+                node = lookup(leaves[0], batch.ids, batch.offsets, bucket.index)  # [N_b, L]
+                edge = lookup(leaves[1], batch.ids, batch.offsets, bucket.index)  # [N_b, L*L]
+                scores = torch.cat([node, edge], dim=1).to(dtype) * opt.scale
+                scores.retain_grad()
+                loss = _bucket_loss(learner, scores, bucket, L)
+                loss.backward()
+            total += float(loss.detach())
+            errors += _posterior_errors(scores.grad[:, :L], bucket.labels)
+            opt.step([leaf.grad for leaf in leaves], bucket.num_docs)
+        opt.fold()
+        sq = sum(float(torch.dot(w.view(-1), w.view(-1))) for w in tables)
+        f = total + sq / (2.0 * learner.sigma2)
+        ep = EpochLog(
+            epoch=epoch,
+            word_error=errors / max(n_tokens, 1),
+            errors=errors,
+            tokens=n_tokens,
+            updates=len(buckets),
+            seconds=time.perf_counter() - t0,
+            extra={"objective": f, "nll": total, "lr": opt.lr()},
+        )
+        history.append(ep)
+        done = convergence.update(_rel_objective(f))
+        if on_epoch is not None:
+            on_epoch(ep)
+        if done:
+            stopped_by = "converged"
+            break
+    return FitResult(epoch, stopped_by, time.perf_counter() - t_start, history)

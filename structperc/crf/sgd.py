@@ -1,0 +1,76 @@
+"""Mini-batch SGD with sparse updates and an exact, lazy Gaussian prior.
+
+The objective f(w) = sum_d l_d(w) + ||w||^2 / (2 sigma^2) over N documents is split evenly:
+f = sum_d f_d with f_d(w) = l_d(w) + (lambda / 2) ||w||^2, lambda = 1 / (sigma^2 N).  A step on a
+mini-batch S of documents is
+
+    w <- (1 - eta lambda |S|) w - eta sum_{d in S} grad l_d(w),
+
+whose first part touches every weight.  Keeping w = a v (Shalev-Shwartz et al. 2007; Bottou 2010;
+CRFsuite's ``l2sgd``) makes it O(1): a <- a (1 - eta lambda |S|), and the loss gradient, non-zero
+only on the features of S, goes into v: v <- v - eta g / a_new.  Gradients arrive sparse (coalesced
+COO rows from ``lookup``) and are added with ``index_add_``.  The learning rate decays as
+eta_t = eta_0 / (1 + eta_0 lambda t), t the number of documents seen (CRFsuite:
+1 / (lambda (t_0 + t)) with t_0 = 1 / (lambda eta_0)).  When a gets small the scale is folded into
+v (``fold``); callers fold before reading the weights.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+
+class ScaledSGD:
+    """SGD on tables w = scale * v (``tables`` hold v and are updated in place).
+
+    Args:
+        tables: the weight tensors v, updated in place.
+        sigma2: the Gaussian prior's variance.
+        num_docs: N, the number of training documents (the prior is split over them).
+        lr: eta_0, the initial learning rate.
+    """
+
+    def __init__(self, tables: list[Tensor], sigma2: float, num_docs: int, lr: float):
+        if lr <= 0 or sigma2 <= 0 or num_docs <= 0:
+            raise ValueError(f"need lr, sigma2, num_docs > 0, got {lr}, {sigma2}, {num_docs}")
+        self.tables = tables
+        self.lam = 1.0 / (sigma2 * num_docs)
+        self.lr0 = lr
+        self.scale = 1.0
+        self.seen = 0
+
+    def lr(self) -> float:
+        """The current learning rate eta_t."""
+        return self.lr0 / (1.0 + self.lr0 * self.lam * self.seen)
+
+    def step(self, grads_v: list[Tensor], docs: int) -> None:
+        """One update from the gradients of sum_{d in S} l_d with respect to v (= scale * dl/dw).
+
+        Args:
+            grads_v: per table, a sparse COO [F, D] (coalesced rows) or dense gradient.
+            docs: |S|, the number of documents in the mini-batch.
+        """
+        eta = self.lr()
+        decay = 1.0 - eta * self.lam * docs
+        if decay <= 0:
+            raise ValueError(
+                f"learning rate {eta} too large for the prior (eta * lambda * |S| = {1 - decay})"
+            )
+        old = self.scale
+        self.scale *= decay
+        alpha = -eta / (old * self.scale)  # dl/dw = grad_v / old; v -= eta dl/dw / new
+        for v, g in zip(self.tables, grads_v, strict=True):
+            if g.is_sparse:
+                v.index_add_(0, g._indices()[0], g._values().to(v.dtype), alpha=alpha)
+            else:
+                v.add_(g.to(v.dtype), alpha=alpha)
+        self.seen += docs
+        if self.scale < 1e-4:
+            self.fold()
+
+    def fold(self) -> None:
+        """Multiply the scale into the tables (afterwards tables == w and scale == 1)."""
+        if self.scale != 1.0:
+            for v in self.tables:
+                v.mul_(self.scale)
+            self.scale = 1.0

@@ -1,0 +1,305 @@
+"""structperc.crf: sparse lookups, the objective against brute force and finite differences,
+L-BFGS and scaled SGD, and training on toy problems."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from structperc.crf.adapter import path_scores
+from structperc.crf.lbfgs import LBFGS
+from structperc.crf.learner import CRF, full_objective, length_buckets, make_buckets
+from structperc.crf.lookup import TransposedIndex, chain_potentials, lookup
+from structperc.crf.sgd import ScaledSGD
+from structperc.features.extract import FeatureMatrix
+from structperc.model.batch import make_batch
+from structperc.model.updates import Updater
+from structperc.model.weights import ChainWeights
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def toy_problem(
+    seed: int = 0, docs: int = 6, F_: int = 12, L: int = 3, lengths=None, learnable=False
+) -> tuple[FeatureMatrix, torch.Tensor, list[str]]:
+    """Random CSR features (1-4 ids per token, repeats allowed) and labels [N].
+
+    With ``learnable`` the label of a token is its first feature id mod L.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    if lengths is None:
+        lengths = torch.randint(1, 6, (docs,), generator=gen).tolist()
+        lengths[0] = 1  # always a length-1 document
+    N = sum(lengths)
+    counts = torch.randint(1, 5, (N,), generator=gen)
+    offsets = torch.zeros(N + 1, dtype=torch.long)
+    torch.cumsum(counts, 0, out=offsets[1:])
+    ids = torch.randint(0, F_, (int(offsets[-1]),), generator=gen, dtype=torch.int32)
+    ids[:F_] = torch.arange(F_, dtype=torch.int32)  # every feature occurs
+    doc_offsets = torch.zeros(len(lengths) + 1, dtype=torch.long)
+    torch.cumsum(torch.tensor(lengths), 0, out=doc_offsets[1:])
+    if learnable:
+        labels = ids[offsets[:-1]].long() % L
+    else:
+        labels = torch.randint(0, L, (N,), generator=gen)
+    return FeatureMatrix(ids, offsets, doc_offsets), labels, [f"y{i}" for i in range(L)]
+
+
+def random_weights(F_: int, labels: list[str], seed: int = 1, scale: float = 0.5) -> ChainWeights:
+    w = ChainWeights(F_, labels).double()
+    gen = torch.Generator().manual_seed(seed)
+    for t in w.tables().values():
+        t.copy_(scale * torch.randn(t.shape, generator=gen, dtype=t.dtype))
+    return w
+
+
+def brute_objective(weights, features, labels, sigma2) -> float:
+    """sum_d -log p(y*_d | x_d) + ||w||^2 / (2 sigma2), by enumerating every labeling."""
+    L = weights.num_labels
+    total = 0.0
+    for d in range(features.num_docs):
+        batch = make_batch(features, [d])
+        pot = weights.potentials(batch)[0].double()  # [T, L, L]
+        n = int(batch.lengths[0])
+        s = [
+            float(pot[0, 0, p[0]]) + sum(float(pot[t, p[t - 1], p[t]]) for t in range(1, n))
+            for p in itertools.product(range(L), repeat=n)
+        ]
+        gold = labels[int(features.doc_offsets[d]) : int(features.doc_offsets[d + 1])]
+        g = float(path_scores(pot[None], batch.lengths, gold.view(1, 1, -1))[0, 0])
+        total += float(torch.logsumexp(torch.tensor(s, dtype=torch.float64), 0)) - g
+    sq = sum(float((t * t).sum()) for t in weights.tables().values())
+    return total + sq / (2 * sigma2)
+
+
+def objective_of(learner, weights, features, labels, budget=16):
+    index = TransposedIndex.build(features.ids, features.offsets, weights.num_features)
+    buckets = make_buckets(
+        features,
+        labels,
+        budget,
+        with_index=False,
+        num_features=weights.num_features,
+        device="cpu",
+    )
+    return full_objective(learner, weights, features, index, buckets)
+
+
+# ---------------------------------------------------------------------------------------------
+# lookups and potentials
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("covers_all", [True, False])
+def test_lookup_matches_embedding_bag_forward_and_backward(covers_all):
+    features, _, labels = toy_problem(2, F_=10)
+    F_ = 10 if covers_all else 14  # 4 features never occur: a sparse gradient
+    table = torch.randn(F_, 4, dtype=torch.float64, requires_grad=True)
+    ids, offsets = features.ids, features.offsets
+    index = TransposedIndex.build(ids, offsets, F_)
+    assert index.covers_all == covers_all
+    ref_table = table.detach().clone().requires_grad_(True)
+    out = lookup(table, ids, offsets, index)
+    ref = F.embedding_bag(ids.long(), ref_table, offsets, mode="sum", include_last_offset=True)
+    torch.testing.assert_close(out, ref)
+    g = torch.randn_like(out)
+    out.backward(g)
+    ref.backward(g)
+    got = table.grad.to_dense() if table.grad.is_sparse else table.grad
+    assert table.grad.is_sparse != covers_all
+    torch.testing.assert_close(got, ref_table.grad)
+
+
+def test_chain_potentials_equal_chain_weights_potentials():
+    features, _, labels = toy_problem(3, docs=5)
+    weights = random_weights(12, labels)
+    batch = make_batch(features, [0, 2, 3, 4])
+    node, edge = weights.token_scores(batch)
+    torch.testing.assert_close(chain_potentials(node, edge, batch), weights.potentials(batch))
+
+
+def test_length_buckets_respect_the_budget_and_cover_every_document():
+    lengths = [5, 1, 9, 3, 3, 40, 2, 8]
+    buckets = length_buckets(lengths, budget=10)
+    assert sorted(d for b in buckets for d in b) == list(range(len(lengths)))
+    for b in buckets:
+        assert len(b) == 1 or len(b) * max(lengths[d] for d in b) <= 10
+    flat = [lengths[d] for b in buckets for d in b]
+    assert flat == sorted(flat)
+
+
+# ---------------------------------------------------------------------------------------------
+# the objective and its gradient
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("semiring", ["log", "scaled"])
+def test_objective_matches_brute_force(semiring):
+    features, labels, names = toy_problem(4)
+    weights = random_weights(12, names)
+    learner = CRF(sigma2=2.0, semiring=semiring)
+    f, total, _, errors = objective_of(learner, weights, features, labels)
+    assert f == pytest.approx(brute_objective(weights, features, labels, 2.0), rel=1e-10)
+    assert 0 <= errors <= features.num_tokens
+
+
+def test_gradient_matches_finite_differences():
+    features, labels, names = toy_problem(5)
+    weights = random_weights(12, names, scale=0.3)
+    learner = CRF(sigma2=1.5)
+    _, _, grads, _ = objective_of(learner, weights, features, labels)
+    gen = torch.Generator().manual_seed(0)
+    eps = 1e-6
+    for table, grad in zip(weights.tables().values(), grads, strict=True):
+        flat, gflat = table.view(-1), grad.view(-1)
+        for i in torch.randint(0, len(flat), (12,), generator=gen).tolist():
+            old = float(flat[i])
+            flat[i] = old + eps
+            up = objective_of(learner, weights, features, labels)[0]
+            flat[i] = old - eps
+            down = objective_of(learner, weights, features, labels)[0]
+            flat[i] = old
+            assert float(gflat[i]) == pytest.approx((up - down) / (2 * eps), abs=1e-6, rel=1e-5)
+
+
+def test_bucketing_does_not_change_the_objective():
+    features, labels, names = toy_problem(6, docs=9)
+    weights = random_weights(12, names)
+    learner = CRF(sigma2=10.0)
+    f1, _, g1, e1 = objective_of(learner, weights, features, labels, budget=1)
+    f2, _, g2, e2 = objective_of(learner, weights, features, labels, budget=1000)
+    assert f1 == pytest.approx(f2, rel=1e-12) and e1 == e2
+    for a, b in zip(g1, g2, strict=True):
+        torch.testing.assert_close(a, b)
+
+
+# ---------------------------------------------------------------------------------------------
+# optimizers
+# ---------------------------------------------------------------------------------------------
+def test_lbfgs_minimises_a_quadratic():
+    gen = torch.Generator().manual_seed(0)
+    A = torch.randn(8, 8, generator=gen, dtype=torch.float64)
+    H = A @ A.T + 0.5 * torch.eye(8, dtype=torch.float64)
+    b = torch.randn(8, generator=gen, dtype=torch.float64)
+    x = torch.zeros(8, dtype=torch.float64)
+
+    def objective():
+        return float(0.5 * x @ H @ x - b @ x), [H @ x - b]
+
+    opt = LBFGS([x], history=5)
+    losses = [opt.step(objective).loss for _ in range(60)]
+    assert all(b <= a + 1e-12 for a, b in zip(losses, losses[1:], strict=False))
+    torch.testing.assert_close(x, torch.linalg.solve(H, b), atol=1e-6, rtol=0)
+
+
+def test_scaled_sgd_equals_the_plain_update():
+    gen = torch.Generator().manual_seed(1)
+    v = torch.randn(6, 3, generator=gen, dtype=torch.float64)
+    w = v.clone()
+    opt = ScaledSGD([v], sigma2=4.0, num_docs=10, lr=0.3)
+    lam = 1.0 / (4.0 * 10)
+    for step in range(5):
+        rows = torch.tensor([0, 2, 5]) if step % 2 else torch.tensor([1, 2])
+        grad_w = torch.randn(len(rows), 3, generator=gen, dtype=torch.float64)
+        eta = opt.lr()
+        assert eta == pytest.approx(0.3 / (1 + 0.3 * lam * 2 * step))
+        # the learner hands over d l / d v = scale * d l / d w
+        sparse = torch.sparse_coo_tensor(rows[None], grad_w * opt.scale, (6, 3)).coalesce()
+        opt.step([sparse], docs=2)
+        dense = torch.zeros_like(w)
+        dense[rows] = grad_w
+        w = (1 - eta * lam * 2) * w - eta * dense
+        torch.testing.assert_close(v * opt.scale, w)
+    opt.fold()
+    assert opt.scale == 1.0
+    torch.testing.assert_close(v, w)
+
+
+def test_scaled_sgd_rejects_a_learning_rate_that_flips_the_sign():
+    v = torch.zeros(2, 2)
+    opt = ScaledSGD([v], sigma2=0.01, num_docs=1, lr=1000.0)
+    with pytest.raises(ValueError, match="too large for the prior"):
+        opt.step([torch.zeros(2, 2)], docs=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# fit_batch
+# ---------------------------------------------------------------------------------------------
+def _fit(learner, seed=7, max_epochs=None):
+    features, labels, names = toy_problem(seed, docs=12, F_=8, L=3, learnable=True)
+    weights = ChainWeights(8, names)
+    logs = []
+    result = learner.fit_batch(
+        Updater(weights),
+        features,
+        labels,
+        max_epochs=max_epochs,
+        progress=False,
+        on_epoch=logs.append,
+    )
+    return weights, features, labels, result, logs
+
+
+def test_lbfgs_fit_decreases_the_objective_and_learns_a_learnable_problem():
+    weights, features, labels, result, logs = _fit(CRF(sigma2=10.0, tol=1e-7), max_epochs=60)
+    objectives = [e.extra["objective"] for e in logs]
+    assert all(b <= a for a, b in zip(objectives, objectives[1:], strict=False))
+    assert objectives[-1] < 0.2 * objectives[0]
+    assert result.epochs == len(logs) and result.stopped_by in ("converged", "max_epochs")
+    assert logs[-1].word_error == 0.0
+    assert weights.node.weight.grad is None and not weights.node.weight.requires_grad
+
+
+def test_lbfgs_stops_by_convergence():
+    _, _, _, result, logs = _fit(CRF(sigma2=1.0, tol=1e-3, patience=2), max_epochs=200)
+    assert result.stopped_by == "converged" and result.epochs < 200
+
+
+def test_sgd_fit_approaches_the_lbfgs_optimum():
+    _, _, _, _, exact = _fit(CRF(sigma2=1.0, tol=1e-9, patience=3), max_epochs=100)
+    f_star = exact[-1].extra["objective"]
+    _, _, _, result, logs = _fit(
+        CRF(sigma2=1.0, optimizer="sgd", lr=0.1, batch_tokens=10, tol=0.0), max_epochs=20
+    )
+    assert result.epochs == 20
+    assert logs[-1].extra["objective"] < 1.05 * f_star
+    assert logs[-1].extra["objective"] < 0.5 * logs[0].extra["objective"]
+
+
+def test_max_iterations_and_max_epochs_bound_each_other():
+    _, _, _, result, _ = _fit(CRF(max_iterations=2, tol=0.0), max_epochs=10)
+    assert result.epochs == 2
+    _, _, _, result, _ = _fit(CRF(max_iterations=10, tol=0.0), max_epochs=3)
+    assert result.epochs == 3
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"optimizer": "adam"}, "optimizer must be 'lbfgs' or 'sgd', got 'adam'"),
+        ({"sigma2": 0.0}, "sigma2 must be > 0, got 0.0"),
+        ({"dtype": "float16"}, "dtype must be 'float32' or 'float64', got 'float16'"),
+        ({"semiring": "max"}, "unknown semiring 'max'"),
+    ],
+)
+def test_bad_settings_are_clear_errors(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _fit(CRF(**kwargs), max_epochs=1)
+
+
+def test_only_the_crf_learner_calls_backward():
+    callers = [
+        p.relative_to(ROOT).as_posix()
+        for p in sorted((ROOT / "structperc").rglob("*.py"))
+        if ".backward(" in p.read_text()
+    ]
+    assert callers == ["structperc/crf/learner.py"]
+
+
+def test_objective_is_finite_for_large_weights():
+    features, labels, names = toy_problem(8)
+    weights = random_weights(12, names, scale=200.0)
+    f, _, grads, _ = objective_of(CRF(sigma2=1e6), weights, features, labels)
+    assert math.isfinite(f) and all(bool(torch.isfinite(g).all()) for g in grads)
