@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -303,3 +305,22 @@ def test_objective_is_finite_for_large_weights():
     weights = random_weights(12, names, scale=200.0)
     f, _, grads, _ = objective_of(CRF(sigma2=1e6), weights, features, labels)
     assert math.isfinite(f) and all(bool(torch.isfinite(g).all()) for g in grads)
+
+
+def test_sigusr1_stops_after_the_current_iteration():
+    features, labels, names = toy_problem(7, docs=12, F_=8, L=3, learnable=True)
+
+    def on_epoch(ep):
+        if ep.epoch == 2:
+            os.kill(os.getpid(), signal.SIGUSR1)
+
+    result = CRF(tol=0.0).fit_batch(
+        Updater(ChainWeights(8, names)),
+        features,
+        labels,
+        max_epochs=10,
+        progress=False,
+        on_epoch=on_epoch,
+    )
+    assert (result.epochs, result.stopped_by) == (2, "interrupted")
+    assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL  # the handler is restored

@@ -76,8 +76,8 @@ def to_log_potentials(potentials: Tensor, lengths: Tensor) -> tuple[Tensor, Tens
     single = (lengths == 1).to(potentials.device).view(B, 1, 1)
     first = torch.where(single, dummy, first)
     edges = torch.cat([first.unsqueeze(1), trans[:, 1:]], dim=1)  # [B, N-1, L, L]
-    ts_lengths = lengths.clamp(min=2)
-    real = torch.arange(1, N, device=potentials.device) < ts_lengths.to(potentials.device)[:, None]
+    ts_lengths = lengths.clamp(min=2).to(potentials.device)
+    real = torch.arange(1, N, device=potentials.device) < ts_lengths[:, None]
     edges = edges.masked_fill(~real.view(B, N - 1, 1, 1), 0.0)  # no padding garbage
     return edges, ts_lengths
 

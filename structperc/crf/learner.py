@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,6 +52,33 @@ from structperc.model.weights import ChainWeights
 from structperc.train import Convergence, EpochLog, FitResult
 
 log = logging.getLogger(__name__)
+
+
+class StopRequest:
+    """``kill -USR1 <pid>`` asks a running ``fit_batch`` to stop after the current iteration.
+
+    The run then ends normally (``stopped_by="interrupted"``): evaluation, results.json and the
+    model are written.  Without a main thread or SIGUSR1 (Windows) it is inert.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous = None
+
+    def _handle(self, signum, frame) -> None:
+        self.requested = True
+        log.warning("SIGUSR1: stopping after this iteration")
+
+    def __enter__(self) -> StopRequest:
+        try:
+            self._previous = signal.signal(signal.SIGUSR1, self._handle)
+        except (ValueError, AttributeError):  # not the main thread / no SIGUSR1
+            self._previous = None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGUSR1, self._previous)
 
 
 @dataclass
@@ -211,7 +239,10 @@ class CRF:
         weights = updater.weights
         limit = self.max_iterations if max_epochs is None else min(self.max_iterations, max_epochs)
         run = _lbfgs_run if self.optimizer == "lbfgs" else _sgd_run
-        return run(self, weights, features, labels, limit, seed, device, on_epoch, progress)
+        with StopRequest() as stop:
+            return run(
+                self, weights, features, labels, limit, seed, device, on_epoch, progress, stop
+            )
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -289,6 +320,7 @@ def _lbfgs_run(
     device,
     on_epoch,
     progress: bool,
+    stop: StopRequest,
 ) -> FitResult:
     t_start = time.perf_counter()
     features = FeatureMatrix(*(t.to(device) for t in features.tensors().values()))
@@ -324,7 +356,7 @@ def _lbfgs_run(
     it = 0
     bar = tqdm(range(1, limit + 1), desc="L-BFGS", unit="it", disable=not progress, leave=False)
     for it in bar:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         info = opt.step(objective)
         ep = EpochLog(
             epoch=it,
@@ -338,6 +370,7 @@ def _lbfgs_run(
                 "nll": last["nll"],
                 "step": info.step,
                 "grad_norm": info.grad_norm,
+                "cpu_seconds": time.process_time() - c0,
             },
         )
         history.append(ep)
@@ -359,6 +392,9 @@ def _lbfgs_run(
             break
         if done:
             stopped_by = "converged"
+            break
+        if stop.requested:
+            stopped_by = "interrupted"
             break
     return FitResult(it, stopped_by, time.perf_counter() - t_start, history)
 
@@ -382,6 +418,7 @@ def _sgd_run(
     device,
     on_epoch,
     progress: bool,
+    stop: StopRequest,
 ) -> FitResult:
     t_start = time.perf_counter()
     L = weights.num_labels
@@ -409,7 +446,7 @@ def _sgd_run(
     n_tokens = features.num_tokens
     epoch = 0
     for epoch in range(1, limit + 1):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         gen = torch.Generator().manual_seed(seed * 100_003 + epoch)
         order = torch.randperm(len(buckets), generator=gen).tolist()
         total, errors = 0.0, 0
@@ -438,7 +475,12 @@ def _sgd_run(
             tokens=n_tokens,
             updates=len(buckets),
             seconds=time.perf_counter() - t0,
-            extra={"objective": f, "nll": total, "lr": opt.lr()},
+            extra={
+                "objective": f,
+                "nll": total,
+                "lr": opt.lr(),
+                "cpu_seconds": time.process_time() - c0,
+            },
         )
         history.append(ep)
         done = convergence.update(_rel_objective(f))
@@ -446,5 +488,8 @@ def _sgd_run(
             on_epoch(ep)
         if done:
             stopped_by = "converged"
+            break
+        if stop.requested:
+            stopped_by = "interrupted"
             break
     return FitResult(epoch, stopped_by, time.perf_counter() - t_start, history)
