@@ -10,7 +10,14 @@ import torch
 from hypothesis import given, settings
 
 from structperc.decode.constraints import allowed_transitions, constrain
-from structperc.decode.nbest import kbest_dp, nbest, nbest_batched, two_best
+from structperc.decode.nbest import (
+    BEAM_FROM_N,
+    kbest_beam,
+    kbest_dp,
+    nbest,
+    nbest_batched,
+    two_best,
+)
 from structperc.decode.reference import enumerate_paths, path_score
 from structperc.decode.viterbi import viterbi
 
@@ -54,23 +61,48 @@ def _check_against_brute_force(pot, lengths, paths, scores, n, exact_paths):
         assert len(set(got)) == len(got), "n-best paths must be distinct"
 
 
+KBEST = pytest.mark.parametrize("kbest", [kbest_dp, kbest_beam], ids=["dp", "beam"])
+
+
+@KBEST
 @settings(max_examples=50, deadline=None)
-@given(chains(), st.integers(1, 12))
-def test_kbest_equals_enumeration(chain, n):
+@given(chain=chains(), n=st.integers(1, 12))
+def test_kbest_equals_enumeration(kbest, chain, n):
     pot, lengths = chain
     pot = pot + 1e-6 * torch.rand_like(pot)  # jitter: no ties, so paths are unique
-    paths, scores = kbest_dp(pot, lengths, n)
+    paths, scores = kbest(pot, lengths, n)
     _check_against_brute_force(pot, lengths, paths, scores, n, exact_paths=True)
 
 
+@KBEST
 @settings(max_examples=50, deadline=None)
-@given(chains(integer=True), st.integers(1, 12))
-def test_kbest_scores_exact_with_ties(chain, n):
+@given(chain=chains(integer=True), n=st.integers(1, 12))
+def test_kbest_scores_exact_with_ties(kbest, chain, n):
     pot, lengths = chain
-    paths, scores = kbest_dp(pot, lengths, n)
+    paths, scores = kbest(pot, lengths, n)
     _check_against_brute_force(pot, lengths, paths, scores, n, exact_paths=False)
-    again = kbest_dp(pot, lengths, n)
+    again = kbest(pot, lengths, n)
     assert torch.equal(again[0], paths) and torch.equal(again[1], scores)  # deterministic
+
+
+@settings(max_examples=30, deadline=None)
+@given(chains(max_b=4, max_t=6, max_l=4), st.integers(1, 40))
+def test_beam_equals_recursion(chain, n):
+    pot, lengths = chain
+    pot = pot + 1e-6 * torch.rand_like(pot)
+    a, b = kbest_beam(pot, lengths, n), kbest_dp(pot, lengths, n)
+    assert torch.equal(a[0], b[0])
+    assert torch.equal(torch.isneginf(a[1]), torch.isneginf(b[1]))
+    assert torch.allclose(a[1].nan_to_num(neginf=0), b[1].nan_to_num(neginf=0), atol=1e-12)
+
+
+def test_beam_on_long_documents_agrees_with_the_recursion():
+    gen = torch.Generator().manual_seed(3)
+    pot = torch.randn(3, 300, 9, 9, generator=gen, dtype=torch.float64)
+    lengths = torch.tensor([300, 123, 1])
+    n = BEAM_FROM_N * 2
+    a, b = kbest_beam(pot, lengths, n), kbest_dp(pot, lengths, n)
+    assert torch.equal(a[0], b[0]) and torch.allclose(a[1], b[1])
 
 
 @settings(max_examples=50, deadline=None)
@@ -98,7 +130,11 @@ def test_constrained_nbest_equals_enumeration(chain, n):
     labels = ["O", "B-X", "I-X", "I-Y"][:L]
     start, trans = allowed_transitions(labels, "iob2")
     pot = constrain(pot + 1e-6 * torch.rand_like(pot), start, trans)
-    for fn in (lambda p, l: kbest_dp(p, l, n), lambda p, l: nbest(p, l, n)):
+    for fn in (
+        lambda p, l: kbest_dp(p, l, n),
+        lambda p, l: kbest_beam(p, l, n),
+        lambda p, l: nbest(p, l, n),
+    ):
         paths, scores = fn(pot, lengths)
         _check_against_brute_force(pot, lengths, paths, scores, n, exact_paths=True)
         for b in range(pot.shape[0]):
@@ -124,7 +160,7 @@ def test_batched_equals_one_at_a_time(chain, n):
         assert torch.equal(p1[0], paths[b, :, :length])
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 20])
+@pytest.mark.parametrize("n", [1, 2, 3, 20, BEAM_FROM_N])
 def test_first_path_is_viterbi_on_long_sequences(n):
     gen = torch.Generator().manual_seed(n)
     pot = torch.randn(3, 400, 9, 9, generator=gen)
