@@ -269,13 +269,14 @@ def test_templates_with_gazetteer(gazetteer_file):
 # ---------------------------------------------------------------- vocabulary
 
 
-def words_only(window: int = 0, min_count: int = 2, bigrams=()) -> LocalFeatures:
+def words_only(window: int = 0, min_count: int = 2, bigrams=(), **kw) -> LocalFeatures:
     return LocalFeatures(
         attributes=("w",),
         window=window,
         bigram_attributes=bigrams,
         gazetteer="none",
         min_count=min_count,
+        **kw,
     )
 
 
@@ -309,6 +310,37 @@ def test_window_features_do_not_cross_documents():
     # and nothing crossing the boundary made it into the vocabulary
     # bias, w[0] x4, w[-1] x2, w[1] x2, w[-1]|w[0] x2, w[0]|w[1] x2 (w[-2]|w[-1] never fires)
     assert lf.num_features == 1 + 4 + 2 + 2 + 2 + 2
+
+
+def test_boundary_values_mark_the_document_ends():
+    train = [doc("x y z"), doc("q")]
+    lf = words_only(window=2, min_count=1, bigrams=("w",), boundary=True).fit(train)
+    fm = lf.transform(train)
+    first, second, third = doc_features(lf, fm, 0)
+    assert {"w[-2]=_B-2", "w[-1]=_B-1", "w[-2]|w[-1]=_B-2|_B-1", "w[-1]|w[0]=_B-1|x"} <= first
+    assert {"w[-2]=_B-1", "w[-1]=x", "w[2]=_B+1"} <= second
+    assert {"w[1]=_B+1", "w[2]=_B+2", "w[0]|w[1]=z|_B+1"} <= third
+    (only,) = doc_features(lf, fm, 1)  # a one-token document: boundaries on both sides
+    assert {"w[-2]=_B-2", "w[-1]=_B-1", "w[1]=_B+1", "w[2]=_B+2", "w[0]=q"} <= only
+    meta, tensors = lf.state()  # the setting travels with the vocabulary
+    back = LocalFeatures.from_state(json.loads(json.dumps(meta)), tensors)
+    assert_same_matrix(back.transform(train), fm)
+
+
+def test_flag_off_value_makes_a_feature_of_a_flag_that_does_not_hold():
+    d = doc("Smith ran")
+    assert token_attributes(d, ("ic",))["ic"] == ["1", None]
+    assert token_attributes(d, ("ic",), flag_off="0")["ic"] == ["1", "0"]
+    lf = LocalFeatures(
+        attributes=("ic",),
+        window=0,
+        bigram_attributes=(),
+        gazetteer="none",
+        min_count=1,
+        flag_off=0,
+    )  # YAML hands over an int
+    fm = lf.fit([d]).transform([d])
+    assert doc_features(lf, fm, 0) == [{"bias", "ic[0]=1"}, {"bias", "ic[0]=0"}]
 
 
 def test_transform_each_document_alone_equals_together():

@@ -42,8 +42,15 @@ FLAGS = tuple(_FLAGS)
 TABLE1 = LEXICAL + FLAGS
 
 
-def token_attributes(doc: Document, names: tuple[str, ...] = TABLE1) -> dict[str, list[str | None]]:
-    """The attribute columns of one document: name -> one value (or None) per token."""
+def token_attributes(
+    doc: Document, names: tuple[str, ...] = TABLE1, flag_off: str | None = None
+) -> dict[str, list[str | None]]:
+    """The attribute columns of one document: name -> one value (or None) per token.
+
+    A word-form flag is ``"1"`` where it holds and ``flag_off`` elsewhere: None (the flag does
+    not fire, the default) or a value such as ``"0"``, which makes "this flag is off" a surface
+    feature too, as in a CRF++ column file where every flag has a value at every token.
+    """
     words = doc.tokens
     cols: dict[str, list[str | None]] = {}
     for name in names:
@@ -61,7 +68,7 @@ def token_attributes(doc: Document, names: tuple[str, ...] = TABLE1) -> dict[str
             cols[name] = [cut(w) if len(w) >= n else None for w in words]
         elif name in _FLAGS:
             test = _FLAGS[name]
-            cols[name] = ["1" if test(w) else None for w in words]
+            cols[name] = ["1" if test(w) else flag_off for w in words]
         else:
             raise ValueError(f"unknown token attribute {name!r}; known: {', '.join(TABLE1)}")
     return cols

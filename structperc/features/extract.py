@@ -7,6 +7,9 @@ Pipeline (all vectorised with NumPy once the attribute strings exist):
    (unseen strings -> -1, "does not fire");
 3. each template's code per token: the attribute's code at ``t + offset`` within the same document;
    for a bigram ``c1 * n_attr + c2``; the global key is ``template << 42 | code``;
+   with ``boundary=True`` a position outside the document takes a boundary value named by how
+   far outside it lies (``_B-1``, ``_B-2`` before the start, ``_B+1``, ``_B+2`` after the end;
+   CRF++'s convention), so "the document starts here" is a feature too;
 4. the vocabulary keeps the keys seen at least ``min_count`` times in training (Kazama & Torisawa
    2007: "we omitted features whose surface part occurred less than twice"), sorted, so a key's
    feature id is its rank (``searchsorted``);
@@ -56,9 +59,10 @@ class FeatureMatrix:
 class Vocabulary:
     """Attribute dictionaries and the kept feature keys, frozen after ``fit``."""
 
-    def __init__(self, templates: list[Template], min_count: int = 2):
+    def __init__(self, templates: list[Template], min_count: int = 2, boundary: bool = False):
         self.templates = templates
         self.min_count = min_count
+        self.boundary = boundary
         self.values: dict[str, list[str]] = {}  # attribute -> values seen in training
         self.keys = np.zeros(0, dtype=np.int64)  # sorted kept keys; feature id = rank
         self._index: dict[str, dict[str, int]] = {}
@@ -75,6 +79,9 @@ class Vocabulary:
         """Freeze the attribute dictionaries and the keys seen >= min_count times."""
         for name in self.attributes:
             vals = sorted({v for v in columns[name] if v is not None})
+            if self.boundary:
+                reach = max((abs(o) for t in self.templates for _, o in t), default=0)
+                vals += [_boundary_value(d) for d in range(-reach, reach + 1) if d]
             self.values[name] = vals
         self._build_index()
         keys = []
@@ -120,6 +127,12 @@ class Vocabulary:
         n = len(doc_ids)
         codes = {a: self._codes(columns, a) for a in self.attributes}
         shifted_cache: dict[tuple[str, int], np.ndarray] = {}
+        if self.boundary and n:
+            # first and one-past-last token of each token's document ([N] each)
+            starts = np.flatnonzero(np.r_[True, doc_ids[1:] != doc_ids[:-1]])
+            ends = np.r_[starts[1:], n]
+            which = np.cumsum(np.r_[False, doc_ids[1:] != doc_ids[:-1]])
+            first, last = starts[which], ends[which]
 
         def shifted(a: str, off: int) -> np.ndarray:
             if (a, off) not in shifted_cache:
@@ -128,6 +141,13 @@ class Vocabulary:
                 ok = (src >= 0) & (src < n)
                 ok[ok] &= doc_ids[src[ok]] == doc_ids[ok]
                 out[ok] = codes[a][src[ok]]
+                if self.boundary and off:
+                    index = self._index[a]
+                    outside = np.where(
+                        src < first, src - first, np.where(src >= last, src - last + 1, 0)
+                    )
+                    for d in np.unique(outside[outside != 0]):
+                        out[outside == d] = index.get(_boundary_value(int(d)), -1)
                 shifted_cache[(a, off)] = out
             return shifted_cache[(a, off)]
 
@@ -148,6 +168,7 @@ class Vocabulary:
         meta = {
             "templates": [[list(p) for p in t] for t in self.templates],
             "min_count": self.min_count,
+            "boundary": self.boundary,
             "values": self.values,
         }
         return meta, {"feature_keys": torch.from_numpy(self.keys)}
@@ -155,11 +176,16 @@ class Vocabulary:
     @classmethod
     def from_state(cls, meta: dict, tensors: dict[str, torch.Tensor]) -> Vocabulary:
         templates = [tuple((a, int(o)) for a, o in t) for t in meta["templates"]]
-        vocab = cls(templates, meta["min_count"])
+        vocab = cls(templates, meta["min_count"], meta.get("boundary", False))
         vocab.values = {a: list(v) for a, v in meta["values"].items()}
         vocab.keys = tensors["feature_keys"].numpy().astype(np.int64)
         vocab._build_index()
         return vocab
+
+
+def _boundary_value(distance: int) -> str:
+    """The value of a position ``distance`` tokens outside the document (-2 -> ``_B-2``)."""
+    return f"_B{distance:+d}"
 
 
 def concat_columns(per_doc: list[dict[str, list[str | None]]]) -> dict[str, list[str | None]]:

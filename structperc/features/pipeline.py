@@ -44,6 +44,10 @@ class LocalFeatures:
         gazetteer_folds: K of the jackknife.
         gazetteer_lowercase: match the gazetteer case-insensitively.
         min_count: keep surface features seen at least this often in training.
+        flag_off: the value of a word-form flag where it does not hold: None (it does not
+            fire) or e.g. ``"0"`` (CRF++ columns: every flag has a value at every token).
+        boundary: positions outside the document take boundary values (``_B-1`` ...), as in
+            CRF++, instead of firing nothing.
     """
 
     def __init__(
@@ -57,6 +61,8 @@ class LocalFeatures:
         gazetteer_folds: int = 10,
         gazetteer_lowercase: bool = False,
         min_count: int = 2,
+        flag_off: str | None = None,
+        boundary: bool = False,
     ):
         if gazetteer not in MODES:
             raise ValueError(f"features.gazetteer must be one of {MODES}, got {gazetteer!r}")
@@ -84,12 +90,13 @@ class LocalFeatures:
                     "(set features.gazetteer_path, or features.gazetteer=none)"
                 )
             self.entries = read_gazetteer(gazetteer_path)
-        self.vocab = Vocabulary(self.templates, min_count)
+        self.flag_off = None if flag_off is None else str(flag_off)  # YAML may give 0
+        self.vocab = Vocabulary(self.templates, min_count, boundary)
 
     # ------------------------------------------------------------------------------------
     def _columns(self, docs: list[Document], training: bool) -> dict[str, list[str | None]]:
         bar = tqdm(docs, desc="attributes", unit="doc", leave=False, disable=len(docs) < 500)
-        per_doc = [token_attributes(d, self.token_attributes) for d in bar]
+        per_doc = [token_attributes(d, self.token_attributes, self.flag_off) for d in bar]
         if self.gazetteer != "none":
             low = self.gazetteer_lowercase
             full = {t: EntryIndex(e, low) for t, e in self.entries.items()}
@@ -132,6 +139,7 @@ class LocalFeatures:
             kind="local",
             token_attributes=list(self.token_attributes),
             window=self.window,
+            flag_off=self.flag_off,
             gazetteer=self.gazetteer,
             gazetteer_types=self.gazetteer_types,
             gazetteer_folds=self.gazetteer_folds,
@@ -149,6 +157,7 @@ class LocalFeatures:
         obj.gazetteer_lowercase = meta.get("gazetteer_lowercase", False)
         obj.token_attributes = tuple(meta["token_attributes"])
         obj.window = meta["window"]
+        obj.flag_off = meta.get("flag_off")
         obj.min_count = meta["min_count"]
         obj.entries = {t: {tuple(e.split(" ")) for e in es} for t, es in meta["entries"].items()}
         obj.vocab = Vocabulary.from_state(meta, tensors)
