@@ -169,18 +169,25 @@ def predict_documents(
     doc_features,
     *,
     n: int = 100,
+    batch_size: int = 16,
     device: str | torch.device = "cpu",
     progress: bool = False,
 ) -> list[list[int]]:
     """Kazama & Torisawa's prediction with non-local features: the argmax of Φ^a·α over the
-    n-best labelings of Φ^l·α, document by document."""
-    out: list[list[int]] = []
-    for d in tqdm(range(features.num_docs), desc="decode", disable=not progress, leave=False):
-        batch = make_batch(features, [d]).to(device)
-        paths, local = nbest_batched(weights.potentials(batch), batch.lengths, n)  # [1, n, T]
-        valid = torch.isfinite(local[0])
-        cands, local = paths[0, valid], local[0, valid]
-        ids, offsets = doc_features.vectorize(documents[d], cands)
-        best = rescore_argmax(cands, local, weights.global_scores(ids, offsets))
-        out.append(best.tolist())
+    n-best labelings of Φ^l·α.  The n-best lists are decoded in batches of documents of similar
+    length (``nbest_batched`` bounds the memory); the rescoring is per document."""
+    lengths = (features.doc_offsets[1:] - features.doc_offsets[:-1]).tolist()
+    order = sorted(range(features.num_docs), key=lambda d: lengths[d])
+    out: list[list[int]] = [[] for _ in range(features.num_docs)]
+    starts = range(0, len(order), batch_size)
+    for s in tqdm(starts, desc="decode", unit="batch", disable=not progress, leave=False):
+        docs = order[s : s + batch_size]
+        batch = make_batch(features, docs).to(device)
+        paths, local = nbest_batched(weights.potentials(batch), batch.lengths, n)  # [B, n, T]
+        for b, d in enumerate(docs):
+            valid = torch.isfinite(local[b])
+            cands = paths[b, valid, : lengths[d]]  # [m, T_d]
+            ids, offsets = doc_features.vectorize(documents[d], cands)
+            best = rescore_argmax(cands, local[b, valid], weights.global_scores(ids, offsets))
+            out[d] = best.tolist()
     return out
