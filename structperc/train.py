@@ -148,17 +148,22 @@ def predict(
     progress: bool = False,
 ) -> list[list[int]]:
     """Viterbi label ids of every document, decoded in batches of similar length."""
+    out: list[list[int]] = [[] for _ in range(features.num_docs)]
+    for docs, batch in _length_batches(features, batch_size, device, progress):
+        paths, _ = viterbi(weights.potentials(batch), batch.lengths)  # [B, T]
+        for b, d in enumerate(docs):
+            out[d] = paths[b, : int(batch.lengths[b])].tolist()
+    return out
+
+
+def _length_batches(features: FeatureMatrix, batch_size: int, device, progress: bool):
+    """Yield (document indices, FeatureBatch) for batches of documents of similar length."""
     lengths = (features.doc_offsets[1:] - features.doc_offsets[:-1]).tolist()
     order = sorted(range(features.num_docs), key=lambda d: lengths[d])
-    out: list[list[int]] = [[] for _ in range(features.num_docs)]
     starts = range(0, len(order), batch_size)
     for s in tqdm(starts, desc="decode", unit="batch", disable=not progress, leave=False):
         docs = order[s : s + batch_size]
-        batch = make_batch(features, docs).to(device)
-        paths, _ = viterbi(weights.potentials(batch), batch.lengths)  # [B, T]
-        for b, d in enumerate(docs):
-            out[d] = paths[b, : lengths[d]].tolist()
-    return out
+        yield docs, make_batch(features, docs).to(device)
 
 
 @torch.no_grad()
@@ -176,17 +181,12 @@ def predict_documents(
     """Kazama & Torisawa's prediction with non-local features: the argmax of Φ^a·α over the
     n-best labelings of Φ^l·α.  The n-best lists are decoded in batches of documents of similar
     length (``nbest_batched`` bounds the memory); the rescoring is per document."""
-    lengths = (features.doc_offsets[1:] - features.doc_offsets[:-1]).tolist()
-    order = sorted(range(features.num_docs), key=lambda d: lengths[d])
     out: list[list[int]] = [[] for _ in range(features.num_docs)]
-    starts = range(0, len(order), batch_size)
-    for s in tqdm(starts, desc="decode", unit="batch", disable=not progress, leave=False):
-        docs = order[s : s + batch_size]
-        batch = make_batch(features, docs).to(device)
+    for docs, batch in _length_batches(features, batch_size, device, progress):
         paths, local = nbest_batched(weights.potentials(batch), batch.lengths, n)  # [B, n, T]
         for b, d in enumerate(docs):
             valid = torch.isfinite(local[b])
-            cands = paths[b, valid, : lengths[d]]  # [m, T_d]
+            cands = paths[b, valid, : int(batch.lengths[b])]  # [m, T_d]
             ids, offsets = doc_features.vectorize(documents[d], cands)
             best = rescore_argmax(cands, local[b, valid], weights.global_scores(ids, offsets))
             out[d] = best.tolist()
