@@ -14,10 +14,10 @@ ifeq ($(origin STRUCTPERC_DATA), undefined)
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run smoke test test-all bench lint format tb clean
+.PHONY: help setup run smoke test test-all bench bench-quick lint format tb clean
 
 help: ## Show this help
-	@grep -E '^[a-zA-Z_-]+:.*?## .*$$' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
+	@grep -E '^[a-zA-Z_-]+:.*?## .*$$' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,8 +38,11 @@ smoke: $(STAMP) ## One-minute runs on 40 documents (local and non-local)
 test: $(STAMP) ## Run the test suite (fast: synthetic data and slices of the real data)
 	$(PY) -m pytest -q
 
-bench: $(STAMP) ## Speed against CRFsuite on CoNLL-2003; writes experiments/bench/
+bench: $(STAMP) ## Every speed row (vs CRFsuite, n-best, CRF, proposed, label-chunk DP), ~15-20 min; writes experiments/bench/
 	$(PY) experiments/bench/bench.py
+
+bench-quick: $(STAMP) ## The same benchmark on small slices (~2 min, checks the plumbing); writes experiments/bench/quick/
+	$(PY) experiments/bench/bench.py --quick
 
 lint: $(STAMP) ## ruff check and format check
 	$(VENV)/bin/ruff check structperc tests experiments

@@ -4,6 +4,7 @@
     .venv/bin/python experiments/shimizu2006/dp_timing.py --quick    # fewer lengths and repeats
     .venv/bin/python experiments/shimizu2006/dp_timing.py --test-set-only --json OUT.json
                                                      # only the test-set rate (a bench row)
+    ... --test-set-only --quick --max-sentences 200  # the first 200 test sentences (quick)
 
 Random part scores with the paper's sizes (C = 2 chunk tags, P = 5 POS tags) for lengths n up to
 120: the median time of ``structperc.joint.dp.decode`` for one sentence (B = 1, as in training)
@@ -84,9 +85,9 @@ def sweep(lengths: list[int], repeats: int) -> dict:
     return {"rows": rows, "batch32_fit_ms": {"a": coef[0], "b_per_n": coef[1], "c_per_n2": coef[2]}}
 
 
-def test_set_speed(data_dir: str, repeats: int) -> dict:
+def test_set_speed(data_dir: str, repeats: int, max_sentences: int | None = None) -> dict:
     corpus = load_corpus("conll2000", data_dir)
-    train, test = corpus["train"][:447], corpus["test"]
+    train, test = corpus["train"][:447], corpus["test"][:max_sentences]
     features = PartFeatures().fit(train)
     mats = features.transform(test)
     weights = JointWeights(features.num_features)
@@ -95,7 +96,7 @@ def test_set_speed(data_dir: str, repeats: int) -> dict:
         for t in weights.tables().values():
             t.copy_(torch.randn(t.shape, generator=gen))
     tokens = sum(len(d) for d in test)
-    out = {"sentences": len(test), "tokens": tokens}
+    out = {"sentences": len(test), "tokens": tokens, "repeats": repeats}
     for bs in (1, 32):
         secs = median_time(lambda bs=bs: predict_joint(weights, mats, batch_size=bs), repeats)
         out[f"batch{bs}"] = {
@@ -154,10 +155,14 @@ def main() -> None:
     ap.add_argument("--data", default=os.environ.get("STRUCTPERC_DATA", "../shared/data"))
     ap.add_argument("--test-set-only", action="store_true", help="skip the length sweep")
     ap.add_argument("--json", help="where to write the JSON (default: dp_timing.json here)")
+    ap.add_argument(
+        "--max-sentences", type=int, help="--test-set-only: the first N test sentences only"
+    )
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.test_set_only:
-        out = {"conll2000_test": test_set_speed(args.data, 1 if args.quick else 3)}
+        speed = test_set_speed(args.data, 1 if args.quick else 3, args.max_sentences)
+        out = {"conll2000_test": speed}
         out["machine"] = {"load_average": os.getloadavg(), "torch": torch.__version__}
         Path(args.json or HERE / "dp_test_set.json").write_text(json.dumps(out, indent=2) + "\n")
         return

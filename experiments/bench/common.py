@@ -1,0 +1,397 @@
+"""Helpers shared by the benchmark sections (``bench.py`` runs them all).
+
+Timing and memory (``Stopwatch``, ``max_rss_mb``), the data and the features every section uses,
+CRFsuite's attribute strings built from ``LocalFeatures`` (so both systems see the same surface
+features), a ``pycrfsuite.Trainer`` that timestamps its log, worker subprocesses, machine facts,
+and the shared model: the averaged perceptron the perceptron section trains, saved with its
+feature matrices so that later sections start from a trained model without extracting again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+RUNS = REPO / "experiments" / "kazama2007" / "runs"
+# --quick: the first documents of each split
+QUICK_DOCS = {"train": 60, "dev": 15, "test": 20}
+
+
+# ---------------------------------------------------------------------------------------------
+# timing, memory, logging
+# ---------------------------------------------------------------------------------------------
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def max_rss_mb() -> float:
+    """This process's peak resident set size so far, in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def median(xs: list[float]) -> float | None:
+    return float(statistics.median(xs)) if xs else None
+
+
+def tensor_mb(*tensors) -> float:
+    return sum(t.numel() * t.element_size() for t in tensors) / 2**20
+
+
+class Stopwatch:
+    """Wall-clock and CPU time (``process_time``: all threads of this process) since creation.
+
+    CPU time leaves out waiting for a core when other processes compete, though not their effect
+    on shared caches and SMT siblings; with one torch thread (and single-threaded CRFsuite) the
+    two agree on an idle machine.
+    """
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def lap(self) -> tuple[float, float]:
+        return time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+
+def timed_passes(fn: Callable[[], object], repeats: int, budget_s: float) -> dict:
+    """Run ``fn`` up to ``repeats`` times, starting no pass (after the first) that would end past
+    ``budget_s`` seconds at the passes' mean pace; wall and CPU seconds of each, and medians."""
+    wall, cpu = [], []
+    for _ in range(max(repeats, 1)):
+        if wall and sum(wall) * (len(wall) + 1) / len(wall) > budget_s:
+            break
+        sw = Stopwatch()
+        fn()
+        w, c = sw.lap()
+        wall.append(w)
+        cpu.append(c)
+    return {"s_all": wall, "cpu_s_all": cpu, "s": median(wall), "cpu_s": median(cpu)}
+
+
+def setup_threads(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:  # already set in this process
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+# data and features
+# ---------------------------------------------------------------------------------------------
+def find_data_dir() -> Path:
+    env = os.environ.get("STRUCTPERC_DATA")
+    path = Path(env) if env else REPO.parent / "shared" / "data"
+    if not (path / "conll2003" / "train.txt").is_file():
+        sys.exit(f"CoNLL-2003 not found under {path}/conll2003 (set STRUCTPERC_DATA)")
+    return path.resolve()
+
+
+def load_corpus(cfg: dict, splits: tuple[str, ...] = ("train", "dev", "test")) -> dict:
+    """CoNLL-2003 documents of ``splits``, the first ``cfg["max_docs"][split]`` if set."""
+    from structperc.data.conll import read_conll
+
+    folder = Path(cfg["data_dir"]) / "conll2003"
+    corpus = {}
+    for split in splits:
+        docs = read_conll(folder / f"{split}.txt")
+        limit = cfg["max_docs"].get(split) if cfg.get("max_docs") else None
+        corpus[split] = docs[:limit] if limit else docs
+    return corpus
+
+
+def corpus_info(corpus: dict) -> dict:
+    return {
+        s: {"documents": len(docs), "tokens": sum(len(d) for d in docs)}
+        for s, docs in corpus.items()
+    }
+
+
+def make_features(cfg: dict):
+    """Kazama & Torisawa's local features (the defaults of ``LocalFeatures``, jackknifed
+    gazetteer)."""
+    from structperc.features.pipeline import LocalFeatures
+
+    return LocalFeatures(gazetteer_path=str(Path(cfg["data_dir"]) / "conll2003" / "eng.list"))
+
+
+def test_f1(gold_docs, pred_tags) -> float:
+    from structperc.eval import evaluate
+
+    return evaluate([d.tags for d in gold_docs], pred_tags).f1
+
+
+# ---------------------------------------------------------------------------------------------
+# CRFsuite attribute strings from the same LocalFeatures columns
+# ---------------------------------------------------------------------------------------------
+def template_names(templates) -> list[str]:
+    from structperc.features.templates import template_name
+
+    return [template_name(t) for t in templates]
+
+
+def doc_values(cols: dict, s: int, e: int, template) -> list:
+    """The value (or None) of one template at every token of the document cols[*][s:e]."""
+    n = e - s
+    if len(template) == 1:
+        (name, off) = template[0]
+        col = cols[name]
+        if off == 0:
+            return col[s:e]
+        if abs(off) >= n:
+            return [None] * n
+        if off < 0:
+            return [None] * -off + col[s : e + off]
+        return col[s + off : e] + [None] * off
+    (a1, o1), (a2, o2) = template
+    v1 = doc_values(cols, s, e, ((a1, o1),))
+    v2 = doc_values(cols, s, e, ((a2, o2),))
+    return [
+        x + "|" + y if x is not None and y is not None else None
+        for x, y in zip(v1, v2, strict=True)
+    ]
+
+
+def bounds_of(docs) -> list[tuple[int, int]]:
+    out, s = [], 0
+    for d in docs:
+        out.append((s, s + len(d)))
+        s += len(d)
+    return out
+
+
+def kept_values(templates, cols: dict, bounds, min_count: int) -> list[set | None]:
+    """Per template (None for the bias), the values seen >= ``min_count`` times in training,
+    as ``LocalFeatures`` keeps them."""
+    keep: list[set | None] = []
+    for t in templates:
+        if not t:
+            keep.append(None)
+            continue
+        counts: Counter = Counter()
+        for s, e in bounds:
+            counts.update(doc_values(cols, s, e, t))
+        keep.append({v for v, c in counts.items() if c >= min_count and v is not None})
+    return keep
+
+
+def attribute_strings(templates, keep) -> list[dict[str, str]]:
+    """Per template, kept value -> its CRFsuite attribute string ("w[-1]=Germany"), made once."""
+    names = template_names(templates)
+    return [
+        {v: f"{n}={v}" for v in kj} if t else {}
+        for t, n, kj in zip(templates, names, keep, strict=True)
+    ]
+
+
+def attribute_lists(cols, bounds, templates, strings):
+    """Per document, per token, the attribute strings ("bias", "w[-1]=Germany", ...).
+
+    Only values in ``strings`` (those kept in training) are emitted, as shared string objects.
+    """
+    specs = [(t, strings[j]) for j, t in enumerate(templates) if t]
+    for s, e in bounds:
+        fcols = [["bias"] * (e - s)]
+        for t, sj in specs:
+            fcols.append(list(map(sj.get, doc_values(cols, s, e, t))))
+        yield [[a for a in row if a is not None] for row in zip(*fcols, strict=True)]
+
+
+def num_attributes(keep) -> int:
+    """Distinct CRFsuite attribute strings: the kept values of every template, plus "bias"."""
+    return sum(len(k) for k in keep if k is not None) + 1
+
+
+def stamped_trainer(**kwargs):
+    """A ``pycrfsuite.Trainer`` that notes (wall, CPU) time of every line CRFsuite logs, in
+    ``trainer.stamped``."""
+    import pycrfsuite
+
+    class Stamped(pycrfsuite.Trainer):
+        def message(self, message):
+            self.stamped.append((time.perf_counter(), time.process_time(), message))
+            super().message(message)
+
+    trainer = Stamped(**kwargs)
+    trainer.stamped = []
+    return trainer
+
+
+def iteration_times(stamped: list[tuple[float, float, str]], clock: int) -> list[float]:
+    """Seconds of each CRFsuite iteration (clock 0: wall, 1: CPU) from a stamped log.
+
+    Iteration i runs from the end of iteration i-1's log (for i = 1: the "epsilon" line, the last
+    before the loop) to its "Seconds required for this iteration" line.
+    """
+    lines = [(stamp[clock], stamp[2]) for stamp in stamped]
+    start = next(t for t, m in lines if m.startswith("epsilon:"))
+    ends = [t for t, m in lines if m.startswith("Seconds required for this iteration")]
+    return [b - a for a, b in zip([start, *ends[:-1]], ends, strict=True)]
+
+
+# ---------------------------------------------------------------------------------------------
+# the shared model: averaged perceptron + feature matrices, saved once per bench run
+# ---------------------------------------------------------------------------------------------
+def save_shared_model(directory: Path, weights, features, mats: dict, info: dict) -> None:
+    """The model (``save_model``: tables, vocabulary) and the CSR matrices of every split."""
+    from structperc.io import atomic_save_tensors
+    from structperc.model.files import save_model
+
+    save_model(directory, weights, features, info)
+    tensors = {f"{s}.{n}": t for s, m in mats.items() for n, t in m.tensors().items()}
+    atomic_save_tensors(directory / "matrices.safetensors", tensors)
+
+
+def load_shared_model(directory: Path):
+    """(weights, features, info, matrices by split) written by ``save_shared_model``."""
+    from structperc.features.extract import FeatureMatrix
+    from structperc.io import load_tensors
+    from structperc.model.files import load_model
+
+    weights, features, info = load_model(directory)
+    tensors = load_tensors(directory / "matrices.safetensors")
+    mats = {}
+    for split in {k.split(".", 1)[0] for k in tensors}:
+        t = {k.split(".", 1)[1]: v for k, v in tensors.items() if k.startswith(split + ".")}
+        mats[split] = FeatureMatrix(t["ids"], t["offsets"], t["doc_offsets"])
+    return weights, features, info, mats
+
+
+# ---------------------------------------------------------------------------------------------
+# worker subprocesses
+# ---------------------------------------------------------------------------------------------
+def run_worker(script: Path, name: str, cfg: dict) -> dict:
+    """Run ``script --worker name`` in a fresh process with ``cfg`` (JSON); its result dict.
+
+    Its ``[bench ...]`` log lines pass through; its last 50 stderr lines on failure.
+    """
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[var] = str(cfg.get("threads", 1))
+    env["PYTHONHASHSEED"] = "0"
+    with tempfile.TemporaryDirectory(prefix="structperc-bench-") as tmp:
+        result = Path(tmp) / "result.json"
+        cmd = [sys.executable, str(script), "--worker", name]
+        cmd += ["--worker-config", json.dumps(cfg), "--worker-out", str(result)]
+        proc = subprocess.Popen(cmd, env=env, cwd=REPO, stderr=subprocess.PIPE, text=True)
+        lines = []
+        for line in proc.stderr:
+            lines.append(line)
+            if "[bench " in line:
+                print(line[line.index("[bench ") :], end="", file=sys.stderr, flush=True)
+        if proc.wait() != 0:
+            sys.stderr.write("".join(lines[-50:]))
+            raise RuntimeError(f"{script.name} worker {name} failed (exit {proc.returncode})")
+        return json.loads(result.read_text())
+
+
+def worker_main(workers: dict[str, Callable[[dict], dict]]) -> None:
+    """The entry point of a section script: ``--worker NAME --worker-config JSON --worker-out
+    PATH`` runs ``workers[NAME](config)`` and writes its dict as JSON."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description="a bench worker (run by experiments/bench/bench.py)")
+    ap.add_argument("--worker", choices=sorted(workers), required=True)
+    ap.add_argument("--worker-config", required=True)
+    ap.add_argument("--worker-out", type=Path, required=True)
+    args = ap.parse_args()
+    out = workers[args.worker](json.loads(args.worker_config))
+    args.worker_out.write_text(json.dumps(out))
+
+
+# ---------------------------------------------------------------------------------------------
+# ratios and machine facts
+# ---------------------------------------------------------------------------------------------
+def ratio(kind: str, sp: float | None, peer: float | None) -> float | None:
+    """structperc relative to its peer: for times peer / sp (> 1: structperc faster), else
+    sp / peer (rates: > 1 structperc faster; memory, counts: > 1 structperc larger)."""
+    if sp is None or peer is None:
+        return None
+    num, den = (peer, sp) if kind == "time" else (sp, peer)
+    return num / den if den else None
+
+
+def ratio_words(kind: str, r: float | None) -> str:
+    """A ratio as a reader takes it: "2.46× faster", "0.72×, i.e. 1.38× slower", "0.87× (less)"."""
+    if r is None:
+        return "n/a"
+    text = f"{r:.2f}×"
+    if kind in ("time", "rate"):
+        text += " faster" if r >= 1 else f", i.e. {1 / r:.2f}× slower"
+    elif kind == "memory":
+        text += " (more)" if r >= 1 else " (less)"
+    return text
+
+
+def fmt(v: float | None) -> str:
+    """A measurement for a table: 1,025 / 26.8 / 2.00 / 0.409; "n/a" for None."""
+    if v is None:
+        return "n/a"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:#.3g}" if abs(v) < 10 else f"{v:.1f}"
+
+
+def git_state() -> dict:
+    """The commit and the number of changed files of the working tree (read-only git calls)."""
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(
+                ["git", *args], cwd=REPO, capture_output=True, text=True, check=True
+            ).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+
+    status = git("status", "--porcelain", "--", "structperc")
+    return {
+        "commit": git("rev-parse", "HEAD") or None,
+        "structperc_files_changed": len(status.splitlines()),
+    }
+
+
+def machine_info(threads: int) -> dict:
+    import numpy
+    import torch
+
+    try:
+        from importlib.metadata import version
+
+        crf_version = version("python-crfsuite")
+    except Exception:  # noqa: BLE001
+        crf_version = "?"
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu_count": os.cpu_count(),
+        "cpu_model": cpu,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "python_crfsuite": crf_version,
+        "torch_threads": threads,
+        "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "loadavg_start": list(os.getloadavg()),
+        "git": git_state(),
+    }

@@ -1,0 +1,657 @@
+"""Section 1 of ``make bench``: the averaged perceptron of structperc against CRFsuite's
+(python-crfsuite) on CoNLL-2003 — feature extraction, epoch time, Viterbi decoding, memory.
+
+Both systems see the same surface features: the attribute strings fed to CRFsuite are built from
+``LocalFeatures._columns`` and ``LocalFeatures.templates`` (e.g. ``w[-1]=Germany``,
+``pos[-1]|pos[0]=NN|VB``, ``bias``), dropping those seen fewer than ``min_count`` times in
+training as structperc does, so both have the same number of surface features.  CRFsuite scores
+them only as node features (attribute x label) plus label transitions; structperc also has an edge
+weight per (feature, previous label, label).
+
+Every measurement runs in a fresh subprocess per system ("worker"), and each round runs both
+workers one after the other (alternating which goes first); the table reports the median over the
+rounds (decoding: the median of ``decode_repeats`` passes within a round, then over rounds),
+and structperc relative to CRFsuite as the median of the per-round ratios.  Every time is taken
+both in wall clock and in CPU time (``process_time``: no waiting for a core, but still slower
+when other processes share the CPU's caches and cores).  ``budget_s`` starts no further round
+(after the first) that would end past it, at the rounds' mean pace.  Peak memory is the worker's
+own ``ru_maxrss`` (the whole process: Python, torch, data, features, model), also shown minus the
+worker's ``ru_maxrss`` right after imports and data loading.
+
+The structperc worker of the first round also saves its model and feature matrices
+(``common.save_shared_model``) for the later sections; ``worker_model`` does only that, for a
+bench run without this section.  Run through ``bench.py`` (``--only perceptron``).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from common import (
+    Stopwatch,
+    attribute_lists,
+    attribute_strings,
+    bounds_of,
+    fmt,
+    iteration_times,
+    kept_values,
+    load_corpus,
+    log,
+    make_features,
+    max_rss_mb,
+    median,
+    num_attributes,
+    ratio,
+    ratio_words,
+    run_worker,
+    save_shared_model,
+    setup_threads,
+    stamped_trainer,
+    tensor_mb,
+    test_f1,
+    worker_main,
+)
+
+SCRIPT = Path(__file__).resolve()
+SYSTEMS = ("structperc", "crfsuite")
+DEFAULTS = {"epochs": 5, "repeats": 3, "decode_repeats": 3, "budget_s": 300.0}
+QUICK = {"epochs": 2, "repeats": 1, "decode_repeats": 3, "budget_s": 300.0}
+
+
+def shared_info(cfg: dict) -> dict:
+    """What the shared model is, for the sections that load it."""
+    return {
+        "trained_by": "experiments/bench/perceptron_bench.py",
+        "learner": "averaged perceptron",
+        "epochs": cfg["epochs"],
+        "shuffle_seed": 0,
+        "max_docs": cfg.get("max_docs"),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# structperc worker
+# ---------------------------------------------------------------------------------------------
+def worker_structperc(cfg: dict) -> dict:
+    from structperc.experiment import encode_labels, label_set
+    from structperc.features.extract import FeatureMatrix
+    from structperc.learn.perceptron import Perceptron
+    from structperc.model.updates import Updater
+    from structperc.model.weights import ChainWeights
+    from structperc.train import fit, predict
+
+    setup_threads(cfg["threads"])
+    corpus = load_corpus(cfg)
+    rss_loaded = max_rss_mb()
+    out: dict = {"system": "structperc", "rss_after_load_mb": rss_loaded}
+
+    # -- features: fit on train, transform train (jackknifed gazetteer), dev, test -------------
+    sw = Stopwatch()
+    feats = make_features(cfg)
+    feats.fit(corpus["train"])
+    t_fit = sw.lap()[0]
+    mats, t_split = {}, {}
+    for split, docs in corpus.items():
+        t = time.perf_counter()
+        mats[split] = feats.transform(docs, training=(split == "train"))
+        t_split[split] = time.perf_counter() - t
+    out["features_s"], out["features_cpu_s"] = sw.lap()
+    out["features_breakdown_s"] = {
+        "init+fit": t_fit,
+        **{f"transform_{s}": v for s, v in t_split.items()},
+    }
+    out["surface_features"] = feats.num_features
+    out["train_nnz"] = int(mats["train"].ids.numel())
+    out["rss_after_features_mb"] = max_rss_mb()
+    log(f"structperc: features {out['features_s']:.1f}s ({feats.num_features} features)")
+
+    # -- training: averaged perceptron, k epochs, shuffled --------------------------------------
+    labels = label_set(corpus["train"])
+    out["num_labels"] = len(labels)
+    y_train = encode_labels(corpus["train"], labels)
+    sw = Stopwatch()
+    weights = ChainWeights(feats.num_features, labels)
+    updater = Updater(weights, average=True)
+    t_alloc = sw.lap()[0]
+    learner = Perceptron(average=True)
+    cpu_marks = [time.process_time()]  # CPU time at the start and after every epoch
+    result = fit(
+        learner,
+        updater,
+        mats["train"],
+        y_train,
+        max_epochs=cfg["epochs"],
+        tol=0.0,  # never "converged": exactly k epochs
+        shuffle=True,
+        seed=0,
+        progress=False,
+        on_epoch=lambda _log: cpu_marks.append(time.process_time()),
+    )
+    t = time.perf_counter()
+    updater.finalize()
+    t_final = time.perf_counter() - t
+    out["train_total_s"], out["train_total_cpu_s"] = sw.lap()
+    epochs = [h.seconds for h in result.history]
+    out["epoch_s_all"] = epochs
+    out["epoch_s"] = median(epochs)
+    out["epoch_cpu_s_all"] = [b - a for a, b in zip(cpu_marks, cpu_marks[1:], strict=False)]
+    out["epoch_cpu_s"] = median(out["epoch_cpu_s_all"])
+    out["train_breakdown_s"] = {"alloc": t_alloc, "fit": result.seconds, "finalize": t_final}
+    out["train_word_error"] = [h.word_error for h in result.history]
+    out["parameters"] = sum(t.numel() for t in weights.tables().values())
+    out["rss_after_training_mb"] = max_rss_mb()
+    out["tensor_mb"] = {
+        "weights": tensor_mb(*weights.tables().values()),
+        "averaging_sums": tensor_mb(*updater.sums.values()),
+        "features": tensor_mb(*(t for m in mats.values() for t in m.tensors().values())),
+    }
+    log(f"structperc: epochs {', '.join(f'{s:.2f}' for s in epochs)} s")
+
+    # -- decoding the test set ------------------------------------------------------------------
+    test = mats["test"]
+    n_tokens = test.num_tokens
+    k = min(4, test.num_docs)
+    hi = int(test.offsets[int(test.doc_offsets[k])])
+    warm = FeatureMatrix(
+        test.ids[:hi], test.offsets[: int(test.doc_offsets[k]) + 1], test.doc_offsets[: k + 1]
+    )
+    preds = {}
+    for bs in (1, 16):
+        predict(weights, warm, batch_size=bs)  # warm-up, not timed
+        times, cpu = [], []
+        for _ in range(cfg["decode_repeats"]):
+            sw = Stopwatch()
+            preds[bs] = predict(weights, test, batch_size=bs)
+            times.append(sw.lap()[0])
+            cpu.append(sw.lap()[1])
+        out[f"decode_b{bs}_s_all"] = times
+        out[f"decode_b{bs}_cpu_s_all"] = cpu
+        out[f"decode_b{bs}_tps"] = n_tokens / median(times)
+        out[f"decode_b{bs}_cpu_tps"] = n_tokens / median(cpu)
+        log(f"structperc: decode batch {bs}: {out[f'decode_b{bs}_tps']:.0f} tokens/s")
+    out["decode_batches_agree"] = preds[1] == preds[16]
+    out["test_f1"] = test_f1(corpus["test"], [[labels[i] for i in p] for p in preds[16]])
+    out["test_tokens"] = n_tokens
+    out["peak_rss_mb"] = max_rss_mb()
+    if cfg.get("save_model"):  # for the later sections; after every measurement
+        save_shared_model(Path(cfg["save_model"]), weights, feats, mats, shared_info(cfg))
+    return out
+
+
+def worker_model(cfg: dict) -> dict:
+    """Only the shared model: features, k averaged-perceptron epochs, save (nothing timed)."""
+    from structperc.experiment import encode_labels, label_set
+    from structperc.learn.perceptron import Perceptron
+    from structperc.model.updates import Updater
+    from structperc.model.weights import ChainWeights
+    from structperc.train import fit
+
+    setup_threads(cfg["threads"])
+    corpus = load_corpus(cfg)
+    feats = make_features(cfg)
+    feats.fit(corpus["train"])
+    mats = {s: feats.transform(docs, training=(s == "train")) for s, docs in corpus.items()}
+    labels = label_set(corpus["train"])
+    weights = ChainWeights(feats.num_features, labels)
+    updater = Updater(weights, average=True)
+    fit(
+        Perceptron(average=True),
+        updater,
+        mats["train"],
+        encode_labels(corpus["train"], labels),
+        max_epochs=cfg["epochs"],
+        tol=0.0,
+        shuffle=True,
+        seed=0,
+        progress=False,
+    )
+    updater.finalize()
+    save_shared_model(Path(cfg["save_model"]), weights, feats, mats, shared_info(cfg))
+    log(f"shared model: {cfg['epochs']} averaged-perceptron epochs, saved")
+    return {"saved": cfg["save_model"]}
+
+
+# ---------------------------------------------------------------------------------------------
+# CRFsuite worker
+# ---------------------------------------------------------------------------------------------
+def worker_crfsuite(cfg: dict) -> dict:
+    import pycrfsuite
+
+    setup_threads(cfg["threads"])
+    corpus = load_corpus(cfg)
+    rss_loaded = max_rss_mb()
+    out: dict = {"system": "crfsuite", "rss_after_load_mb": rss_loaded}
+    tmp = Path(tempfile.mkdtemp(prefix="structperc-bench-"))
+    model_path = tmp / "model.crfsuite"
+
+    # -- features: the same attribute columns, as strings; filter by training count; append ---
+    sw = Stopwatch()
+    t0 = sw.wall
+    feats = make_features(cfg)
+    templates = feats.templates
+    train = corpus["train"]
+    cols = feats._columns(train, training=True)
+    t_cols = time.perf_counter()
+    bounds = bounds_of(train)
+    keep = kept_values(templates, cols, bounds, feats.min_count)
+    strings = attribute_strings(templates, keep)
+    t_count = time.perf_counter()
+    trainer = stamped_trainer(algorithm="ap", verbose=False)
+    n_attr_tokens = 0
+    for doc, xseq in zip(train, attribute_lists(cols, bounds, templates, strings), strict=True):
+        n_attr_tokens += sum(map(len, xseq))
+        trainer.append(xseq, doc.tags)
+    del cols
+    t_train = time.perf_counter()
+    xseqs = {}
+    for split in ("dev", "test"):
+        docs = corpus[split]
+        c = feats._columns(docs, training=False)
+        xseqs[split] = [
+            pycrfsuite.ItemSequence(x)
+            for x in attribute_lists(c, bounds_of(docs), templates, strings)
+        ]
+    t_end = time.perf_counter()
+    out["features_s"], out["features_cpu_s"] = sw.lap()
+    out["features_breakdown_s"] = {
+        "init+train_columns": t_cols - t0,
+        "count+filter": t_count - t_cols,
+        "strings+append_train": t_train - t_count,
+        "dev+test_itemsequences": t_end - t_train,
+    }
+    out["surface_features"] = num_attributes(keep)
+    out["train_nnz"] = n_attr_tokens
+    out["rss_after_features_mb"] = max_rss_mb()
+    log(f"crfsuite: features {out['features_s']:.1f}s ({out['surface_features']} attributes)")
+
+    # -- training: averaged perceptron, k iterations ---------------------------------------------
+    trainer.set_params({"max_iterations": cfg["epochs"], "epsilon": 0.0, "feature.minfreq": 0})
+    sw = Stopwatch()
+    trainer.train(str(model_path))
+    out["train_total_s"], out["train_total_cpu_s"] = sw.lap()
+    lp = trainer.logparser
+    timeline = crfsuite_timeline(trainer.stamped, sw.wall, clock=0)
+    epochs = timeline.pop("epochs")
+    out["epoch_s_all"] = epochs
+    out["epoch_s"] = median(epochs)
+    out["epoch_cpu_s_all"] = crfsuite_timeline(trainer.stamped, sw.cpu, clock=1)["epochs"]
+    out["epoch_cpu_s"] = median(out["epoch_cpu_s_all"])
+    out["epoch_crfsuite_clock_s_all"] = [it.get("time") for it in lp.iterations]
+    out["active_features"] = timeline.pop("active_features")
+    out["train_breakdown_s"] = timeline
+    out["train_loss"] = [it.get("loss") for it in lp.iterations]
+    out["parameters"] = lp.featgen_num_features
+    out["model_file_mb"] = model_path.stat().st_size / 2**20
+    out["rss_after_training_mb"] = max_rss_mb()
+    del trainer
+    log(f"crfsuite: epochs {', '.join(f'{s:.2f}' for s in epochs)} s")
+
+    # -- decoding the test set, one document at a time -------------------------------------------
+    tagger = pycrfsuite.Tagger()
+    tagger.open(str(model_path))
+    test = xseqs["test"]
+    n_tokens = sum(len(d) for d in corpus["test"])
+    for x in test[:4]:  # warm-up, not timed
+        tagger.tag(x)
+    times, cpu = [], []
+    for _ in range(cfg["decode_repeats"]):
+        sw = Stopwatch()
+        pred = [tagger.tag(x) for x in test]
+        times.append(sw.lap()[0])
+        cpu.append(sw.lap()[1])
+    out["decode_b1_s_all"] = times
+    out["decode_b1_cpu_s_all"] = cpu
+    out["decode_b1_tps"] = n_tokens / median(times)
+    out["decode_b1_cpu_tps"] = n_tokens / median(cpu)
+    log(f"crfsuite: decode: {out['decode_b1_tps']:.0f} tokens/s")
+    out["test_f1"] = test_f1(corpus["test"], pred)
+    out["test_tokens"] = n_tokens
+    out["peak_rss_mb"] = max_rss_mb()
+    tagger.close()
+    model_path.unlink()
+    tmp.rmdir()
+    return out
+
+
+def crfsuite_timeline(stamped: list[tuple[float, float, str]], t0: float, clock: int) -> dict:
+    """Phases of ``Trainer.train`` from its timestamped log lines (clock 0: wall, 1: CPU).
+
+    An iteration (``common.iteration_times``) is the shuffle, every instance, averaging and the
+    weight norm it logs.
+    """
+    lines = [(stamp[clock], stamp[2]) for stamp in stamped]
+    first = lambda prefix: next(t for t, m in lines if m.startswith(prefix))  # noqa: E731
+    loop_start = first("epsilon:")
+    ends = [t for t, m in lines if m.startswith("Seconds required for this iteration")]
+    active = next((m for _, m in lines if m.startswith("Number of active features")), "")
+    return {
+        "epochs": iteration_times(stamped, clock),
+        "featgen": first("Seconds required:") - t0,
+        "setup_after_featgen": loop_start - first("Seconds required:"),
+        "iterations": ends[-1] - loop_start,
+        "store": lines[-1][0] - ends[-1],
+        "active_features": int(active.split(":")[1].split()[0]) if active else None,
+    }
+
+
+WORKERS = {"structperc": worker_structperc, "crfsuite": worker_crfsuite, "model": worker_model}
+
+
+# ---------------------------------------------------------------------------------------------
+# the section: rounds of workers, medians, ratios
+# ---------------------------------------------------------------------------------------------
+# (key, label, kind); kind says how the ratio structperc/CRFsuite is taken and read.  Time and
+# rate rows also exist in CPU time: the key with "_s" -> "_cpu_s", "_tps" -> "_cpu_tps".
+ROWS = [
+    ("features_s", "Feature extraction (s)", "time"),
+    ("epoch_s", "Training, seconds per epoch (averaged perceptron)", "time"),
+    ("train_total_s", "Training, total for k epochs incl. setup (s)", "time"),
+    ("decode_b1_tps", "Viterbi decoding, test set, batch 1 (tokens/s)", "rate"),
+    ("decode_b16_tps", "Viterbi decoding, test set, batch 16 (tokens/s)", "rate"),
+    ("peak_rss_mb", "Peak memory, whole process (MiB)", "memory"),
+    ("rss_delta_mb", "Peak memory above post-load baseline (MiB)", "memory"),
+    ("test_f1", "Test F1 after k epochs", "quality"),
+    ("surface_features", "Surface features (attributes)", "count"),
+    ("parameters", "Model parameters (weights)", "count"),
+]
+
+
+def cpu_key(key: str) -> str:
+    """The CPU-time twin of a time or rate key: epoch_s -> epoch_cpu_s."""
+    return key.replace("_tps", "_cpu_tps") if key.endswith("_tps") else key[:-2] + "_cpu_s"
+
+
+def summary_rows() -> list[tuple[str, str]]:
+    """(key, kind) of every summarized number: the table rows and their CPU-time twins."""
+    rows = [(key, kind) for key, _, kind in ROWS]
+    return rows + [(cpu_key(key), kind) for key, kind in rows if kind in ("time", "rate")]
+
+
+def summarize(rounds: list[dict]) -> dict:
+    """Per row: each system's median/min/max over rounds, and the ratio.
+
+    ``ratio`` is the median over rounds of the per-round ratio (both systems of a round ran
+    minutes apart, so a slow spell of the machine cancels out more than across rounds);
+    ``ratio_of_medians`` is the ratio of the two medians.
+    """
+    summary = {}
+    for key, kind in summary_rows():
+        entry: dict = {}
+        per_round = {}
+        for system in SYSTEMS:
+            src = key.replace("_b16_", "_b1_") if system == "crfsuite" else key
+            vals = [r[system].get(src) for r in rounds]  # CRFsuite tags one at a time
+            per_round[system] = vals
+            vals = [v for v in vals if v is not None]
+            if vals:
+                entry[system] = {"median": median(vals), "min": min(vals), "max": max(vals)}
+        if len(entry) == 2:
+            rs = [ratio(kind, a, b) for a, b in zip(*per_round.values(), strict=True)]
+            rs = [r for r in rs if r is not None]
+            entry["ratio"] = median(rs) if rs else None
+            entry["ratio_per_round"] = rs
+            entry["ratio_of_medians"] = ratio(
+                kind, entry["structperc"]["median"], entry["crfsuite"]["median"]
+            )
+        summary[key] = entry
+    return summary
+
+
+def run(cfg: dict) -> dict:
+    """Rounds of both workers (``cfg``: the bench's common settings + ``DEFAULTS``); the first
+    round's structperc worker saves the shared model to ``cfg["model_dir"]`` if given."""
+    t_start = time.perf_counter()
+    rounds = []
+    for r in range(cfg["repeats"]):
+        elapsed = time.perf_counter() - t_start
+        if cfg["budget_s"] and r >= 1 and elapsed * (r + 1) / r > cfg["budget_s"]:
+            log(f"perceptron: stopping after {r} rounds: another would end past the budget")
+            break
+        order = SYSTEMS if r % 2 == 0 else SYSTEMS[::-1]
+        rounds.append({})
+        for system in order:
+            log(f"perceptron round {r + 1}/{cfg['repeats']}: {system}")
+            wcfg = dict(cfg)
+            if system == "structperc" and r == 0 and cfg.get("model_dir"):
+                wcfg["save_model"] = cfg["model_dir"]
+            out = run_worker(SCRIPT, system, wcfg)
+            out["rss_delta_mb"] = out["peak_rss_mb"] - out["rss_after_load_mb"]
+            rounds[-1][system] = out
+    return {
+        "config": {**cfg, "rounds_done": len(rounds)},
+        "wall_seconds": time.perf_counter() - t_start,
+        "summary": summarize(rounds),
+        "rounds": rounds,
+    }
+
+
+def train_shared_model(cfg: dict) -> None:
+    """The shared model alone (when this section is not run)."""
+    run_worker(SCRIPT, "model", {**cfg, "save_model": cfg["model_dir"]})
+
+
+# ---------------------------------------------------------------------------------------------
+# README section
+# ---------------------------------------------------------------------------------------------
+NOTES = {
+    "features_s": (
+        "structperc: `LocalFeatures(...)` (reads the gazetteer), `.fit(train)`, "
+        "`.transform(train, training=True)`, `.transform(dev)`, `.transform(test)` -> CSR ids. "
+        "CRFsuite: the same `LocalFeatures._columns` (train with the jackknifed gazetteer), "
+        "counting each template's values to drop those seen < `min_count` times, formatting "
+        "the strings, `Trainer.append` for train and `ItemSequence`s for dev and test. "
+        "CRFsuite's own feature generation inside `train()` is not here (see the total)."
+    ),
+    "epoch_s": (
+        "Median over the k epochs of one round, wall clock. structperc: `EpochLog.seconds` "
+        "of `structperc.train.fit` (per document: `make_batch`, potentials, Viterbi, "
+        "`path_delta`, `index_add_` into weights and averaging sums). CRFsuite: wall time "
+        "between its iteration log events (shuffle, Viterbi + update per instance, the "
+        "averaged-weight norm it logs). CPU time: the same intervals in `process_time` "
+        "(for CRFsuite equal to its own `clock()` figures, also in results.json)."
+    ),
+    "train_total_s": (
+        "structperc: allocating the zeroed tables + `fit` + `finalize` (averaging). "
+        "CRFsuite: `Trainer.train()` wall time: feature generation, k iterations, "
+        "writing the model file."
+    ),
+    "decode_b1_tps": (
+        "Test tokens / median seconds of one pass over the test set, scoring included. "
+        "structperc: `predict(weights, test_matrix, batch_size=1)` from the CSR ids. "
+        "CRFsuite: `Tagger.tag(itemsequence)` per document (attribute lookup, scoring, "
+        "Viterbi), from prebuilt `ItemSequence`s. One warm-up pass on 4 documents first. "
+        "Note the asymmetry: CRFsuite maps attribute strings to ids inside `tag`, structperc "
+        "did that in `transform` (the feature row)."
+    ),
+    "decode_b16_tps": (
+        "structperc: `predict(..., batch_size=16)` (documents sorted by length, padded). "
+        "CRFsuite has no batching: the same per-document number as the row above."
+    ),
+    "peak_rss_mb": (
+        "`ru_maxrss` of the worker process at its end (a fresh process per system and round): "
+        "Python, torch, the parsed documents, features and model. The CRFsuite worker also "
+        "imports torch and structperc (for `_columns`), so the baselines match."
+    ),
+    "rss_delta_mb": (
+        "Peak minus `ru_maxrss` right after imports and reading the data: what features, "
+        "training and decoding added. For CRFsuite this includes the Python attribute "
+        "strings pycrfsuite needs."
+    ),
+    "test_f1": (
+        "conlleval-style F1 (`structperc.eval.evaluate`) on test, averaged weights, after k "
+        "epochs, a sanity check that both learn the same thing from the same attributes "
+        "(they differ: CRFsuite has no edge features and its own shuffle order)."
+    ),
+    "surface_features": (
+        "structperc: `LocalFeatures.num_features` (template x value seen >= 2 times in "
+        "training, bias included). CRFsuite: distinct attribute strings appended."
+    ),
+    "parameters": (
+        "structperc: dense node [F, L] + edge [F, L*L] tables (every feature x label and "
+        "x label pair, most never non-zero). CRFsuite: its generated features (attribute "
+        "x label pairs seen in training, plus label transitions), from its log."
+    ),
+}
+
+
+def _ratio_text(kind: str, e: dict, spread: bool) -> str:
+    r = e.get("ratio")
+    if r is None:
+        return "n/a"
+    rs = e.get("ratio_per_round") or []
+    if kind == "quality":
+        diff = e["structperc"]["median"] - e["crfsuite"]["median"]
+        return f"{r:.3f} ({diff:+.2f} F1)"
+    text = ratio_words(kind, r)
+    if spread and len(rs) > 1 and min(rs) != max(rs):
+        head, sep, tail = text.partition("×")
+        text = f"{head}{sep} ({min(rs):.2f}–{max(rs):.2f}){tail}"
+    return text
+
+
+def _fmt(v: float | None, key: str) -> str:
+    if v is None:
+        return "n/a"
+    if key == "test_f1":
+        return f"{v:.2f}"
+    if key in ("surface_features", "parameters"):
+        return f"{v:,.0f}"
+    if key.endswith("_tps"):
+        return f"{v:,.0f}"
+    return fmt(v)
+
+
+def _cell(entry: dict | None, key: str, spread: bool) -> str:
+    if not entry:
+        return "n/a"
+    text = _fmt(entry["median"], key)
+    if spread and entry["min"] != entry["max"]:
+        text += f" ({_fmt(entry['min'], key)}–{_fmt(entry['max'], key)})"
+    return text
+
+
+def _cpu_label(label: str) -> str:
+    for wall, cpu in (("(s)", "(CPU s)"), ("tokens/s", "tokens/CPU s"), ("seconds", "CPU seconds")):
+        label = label.replace(wall, cpu)
+    return label
+
+
+def headline(section: dict) -> list[dict]:
+    """The rows of this section in the bench's at-a-glance table."""
+    summ, spread = section["summary"], section["config"]["rounds_done"] > 1
+    out = []
+    for key, label, kind in ROWS:
+        e = summ.get(key, {})
+        out.append(
+            {
+                "measure": label,
+                "structperc": _cell(e.get("structperc"), key, spread),
+                "peer": "CRFsuite " + _cell(e.get("crfsuite"), key, spread),
+                "ratio": _ratio_text(kind, e, spread),
+                "ratio_cpu": (
+                    _ratio_text(kind, summ.get(cpu_key(key), {}), spread)
+                    if kind in ("time", "rate")
+                    else ""
+                ),
+            }
+        )
+    return out
+
+
+def render(section: dict) -> list[str]:
+    """This section of the README (markdown lines, from its ``## `` heading on)."""
+    cfg, rounds_ = section["config"], section["rounds"]
+    k, repeats = cfg["epochs"], cfg["rounds_done"]
+    spread = repeats > 1
+    cut = (
+        f" ({cfg['repeats']} requested; the {cfg['budget_s']:.0f} s budget stopped the rest)"
+        if repeats < cfg["repeats"]
+        else ""
+    )
+    L = rounds_[0]["structperc"].get("num_labels", 9)
+    lines = [
+        "## 1. Averaged perceptron: structperc vs CRFsuite",
+        "",
+        f"Script: `experiments/bench/perceptron_bench.py`. Averaged perceptron, k = {k} epochs, "
+        f"{repeats} round(s){cut} of one fresh process per system; cells are medians over rounds"
+        f"{' (min–max in parentheses)' if spread else ''}; {section['wall_seconds']:.0f} s in all.",
+        "",
+        '"structperc vs CRFsuite" is structperc relative to CRFsuite: for times and rates, '
+        "how many times faster structperc is; for memory and counts, structperc / CRFsuite; "
+        "the median over rounds of each round's ratio (range in parentheses). The values and "
+        "the first ratio are wall clock; the last column is the same ratio in CPU time "
+        "(`time.process_time` of the worker; values in the second table), which excludes "
+        "waiting for a core but still slows down when other processes share the CPU.",
+        "",
+        "| measure | structperc | CRFsuite | structperc vs CRFsuite | in CPU time |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    summ = section["summary"]
+    for row in headline(section):
+        peer = row["peer"].removeprefix("CRFsuite ")
+        lines.append(
+            f"| {row['measure']} | {row['structperc']} | {peer} | {row['ratio']} | "
+            f"{row['ratio_cpu']} |"
+        )
+    lines += [
+        "",
+        "CPU time (seconds, or tokens per CPU second) of the same runs:",
+        "",
+        "| measure | structperc | CRFsuite | structperc vs CRFsuite |",
+        "|---|---:|---:|---:|",
+    ]
+    for key, label, kind in ROWS:
+        if kind not in ("time", "rate"):
+            continue
+        e = summ.get(cpu_key(key), {})
+        lines.append(
+            f"| {_cpu_label(label)} | "
+            f"{_cell(e.get('structperc'), key, spread)} | {_cell(e.get('crfsuite'), key, spread)}"
+            f" | {_ratio_text(kind, e, spread)} |"
+        )
+    lines += [
+        "",
+        "Model structure differs: CRFsuite has node features (attribute x label) and label "
+        "transitions only; structperc has node features and edge features (feature x previous "
+        f"label x label, Kazama & Torisawa 2007 Table 1), i.e. L + L² = {L + L * L} weights "
+        f"per feature for L = {L} labels, so it does more work per token.",
+        "",
+        "What each row includes:",
+        "",
+    ]
+    for key, label, _ in ROWS:
+        lines.append(f"- **{label}**: {NOTES[key]}")
+    lines += ["", "Breakdowns (medians over rounds; seconds unless noted):", ""]
+    for system in SYSTEMS:
+        for part in ("features_breakdown_s", "train_breakdown_s"):
+            parts = [r[system][part] for r in rounds_]
+            cells = ", ".join(f"{n} {median([p[n] for p in parts]):.2f}" for n in parts[0])
+            lines.append(f"- {system} {part.split('_')[0]}: {cells}")
+    for system in SYSTEMS:
+        marks = [
+            (n, median([r[system][f"{k}_mb"] for r in rounds_]))
+            for n, k in (
+                ("after loading", "rss_after_load"),
+                ("after features", "rss_after_features"),
+                ("after training", "rss_after_training"),
+                ("at the end", "peak_rss"),
+            )
+        ]
+        lines.append(
+            f"- {system} peak RSS (MiB, high-water mark so far): "
+            + ", ".join(f"{n} {v:,.0f}" for n, v in marks)
+        )
+    lines += [
+        "- per-epoch seconds, round 1: structperc "
+        + ", ".join(f"{s:.2f}" for s in rounds_[0]["structperc"]["epoch_s_all"])
+        + "; CRFsuite "
+        + ", ".join(f"{s:.2f}" for s in rounds_[0]["crfsuite"]["epoch_s_all"]),
+        "",
+    ]
+    return lines
+
+
+if __name__ == "__main__":
+    worker_main(WORKERS)
