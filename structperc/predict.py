@@ -49,6 +49,7 @@ def tag_file(
             docs,
             info["document_features"],
             n=n_test or info.get("n_test", 100),
+            batch_size=batch_size,
             device=device,
             progress=True,
         )
