@@ -156,6 +156,7 @@ def run_experiment(
     n_test: int = 100,
 ) -> dict:
     """Train on ``corpus["train"]``, evaluate on dev/test, write results; returns the results."""
+    t_job = time.perf_counter()
     torch.manual_seed(seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     features, mats, feat_seconds, hit = extract_features(features, corpus, cache_dir, cache_key)
@@ -232,7 +233,9 @@ def run_experiment(
         log.warning("trainer.resume=true but no checkpoint in %s: starting afresh", ckpt_dir)
     done_epochs = list(past)
     bpm_runs = getattr(learner, "bpm_runs", 0)
+    bpm_seconds = 0.0
     if bpm_runs and start_epoch == 0:
+        t_bpm = time.perf_counter()
         bpm_initialize(
             learner,
             weights,
@@ -243,6 +246,7 @@ def run_experiment(
             device=device,
             progress=progress,
         )
+        bpm_seconds = time.perf_counter() - t_bpm
 
     def on_epoch_and_save(ep: EpochLog) -> None:
         on_epoch(ep)
@@ -274,6 +278,7 @@ def run_experiment(
         "epochs": result.epochs,
         "stopped_by": result.stopped_by,
         "train_seconds": result.seconds + sum(h.seconds for h in past),
+        "bpm_seconds": bpm_seconds,
         "resumed_from_epoch": start_epoch if resume else None,
         "feature_seconds": feat_seconds,
         "feature_cache_hit": hit,
@@ -303,6 +308,9 @@ def run_experiment(
     if save:
         info = {"results": {k: results.get(k) for k in ("dev", "test")}, "n_test": n_test}
         save_model(out_dir, weights, features, info, doc_features=doc_features)
+    # this process, from the corpus in memory to here: features (or the cache), BPM, training,
+    # evaluation, model file
+    results["job_seconds"] = time.perf_counter() - t_job
     atomic_write_json(out_dir / "results.json", results)
     final = {f"{s}_f1": results[s]["f1"] for s in ("dev", "test") if s in results}
     monitor.hparams(hparams, final)

@@ -180,6 +180,8 @@ def test_nonlocal_run_trains_saves_and_predicts(tmp_path, synthetic_dir, monkeyp
     )
     hist = results["history"]
     assert len(hist) == 2
+    assert 0 < results["bpm_seconds"] and 0 < results["train_seconds"]
+    assert results["job_seconds"] > results["bpm_seconds"] + results["train_seconds"]
     assert all(h["updates"] == h.get("updates_a", 0) + h.get("updates_b", 0) for h in hist)
     assert results["test"]["f1"] > 50
     weights, _, info = load_model(out)
