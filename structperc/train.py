@@ -3,7 +3,8 @@
 ``fit`` runs online learners over documents, one document per step, shuffled per epoch with a
 seeded generator, until Kazama & Torisawa's (2007) convergence rule holds — the relative change of
 the per-word training error stays below ``tol`` for ``patience`` epochs in a row — or
-``max_epochs`` is reached; the result says which stopped it.
+``max_epochs`` is reached; the result says which stopped it.  The epoch loop itself
+(``run_epochs``) knows nothing of chains: the joint model's ``fit_joint`` runs through it too.
 """
 
 from __future__ import annotations
@@ -74,6 +75,21 @@ class FitResult:
     history: list[EpochLog]
 
 
+@dataclass(frozen=True)
+class FitSettings:
+    """What a run's configuration tells a training loop: at most ``max_epochs`` epochs, the
+    convergence rule (``tol``, ``patience``), the order of the training data (``shuffle``,
+    ``seed``), where the tables live (``device``) and whether to show progress bars."""
+
+    max_epochs: int = 50
+    tol: float = 1e-4
+    patience: int = 3
+    shuffle: bool = True
+    seed: int = 0
+    device: str | torch.device = "cpu"
+    progress: bool = True
+
+
 def doc_labels(labels: torch.Tensor, features: FeatureMatrix, d: int) -> torch.Tensor:
     """The gold label ids [T] of document d (``labels`` is [N] over all tokens)."""
     return labels[int(features.doc_offsets[d]) : int(features.doc_offsets[d + 1])]
@@ -97,21 +113,57 @@ def fit(
     convergence: Convergence | None = None,
 ) -> FitResult:
     """Train ``learner`` online on every document of ``features`` (gold ``labels`` [N])."""
-    convergence = convergence or Convergence(tol, patience)
+    settings = FitSettings(max_epochs, tol, patience, shuffle, seed, device, progress)
+
+    def train_document(epoch: int, d: int) -> StepStats:
+        batch = make_batch(features, [d]).to(device)
+        gold = doc_labels(labels, features, d).to(device)
+        stats = learner.step(updater, batch, gold)
+        updater.tick()
+        return stats
+
+    return run_epochs(
+        features.num_docs,
+        train_document,
+        settings,
+        on_epoch=on_epoch,
+        start_epoch=start_epoch,
+        convergence=convergence,
+    )
+
+
+def run_epochs(
+    num_items: int,
+    train_item: Callable[[int, int], StepStats],
+    settings: FitSettings,
+    *,
+    unit: str = "doc",
+    epoch_extra: Callable[[int, StepStats], dict] | None = None,
+    on_epoch: Callable[[EpochLog], None] | None = None,
+    start_epoch: int = 0,
+    convergence: Convergence | None = None,
+) -> FitResult:
+    """The epoch loop of online training: epochs ``start_epoch + 1 ... settings.max_epochs``,
+    each calling ``train_item(epoch, i)`` on the items 0 ... ``num_items - 1`` (documents,
+    sentences) in ``epoch_order`` and summing the ``StepStats`` it returns, until
+    ``convergence`` (default: a fresh ``Convergence(settings.tol, settings.patience)``) holds.
+
+    An epoch's ``EpochLog.extra`` is ``epoch_extra(epoch, stats)``, by default the learner's
+    summed extra counts.  ``on_epoch`` gets each epoch's log (after the convergence rule has
+    seen its error) and may add to its ``extra``.
+    """
+    convergence = convergence or Convergence(settings.tol, settings.patience)
     history: list[EpochLog] = []
     stopped_by = "max_epochs"
     t_start = time.perf_counter()
     epoch = start_epoch
-    for epoch in range(start_epoch + 1, max_epochs + 1):
-        order = _epoch_order(features.num_docs, shuffle, seed, epoch)
+    for epoch in range(start_epoch + 1, settings.max_epochs + 1):
+        order = epoch_order(num_items, settings.shuffle, settings.seed, epoch)
         stats = StepStats()
         t0 = time.perf_counter()
-        bar = tqdm(order, desc=f"epoch {epoch}", unit="doc", disable=not progress, leave=False)
-        for d in bar:
-            batch = make_batch(features, [d]).to(device)
-            gold = doc_labels(labels, features, d).to(device)
-            stats += learner.step(updater, batch, gold)
-            updater.tick()
+        disable = not settings.progress
+        for i in tqdm(order, desc=f"epoch {epoch}", unit=unit, disable=disable, leave=False):
+            stats += train_item(epoch, i)
         log = EpochLog(
             epoch=epoch,
             word_error=stats.errors / max(stats.tokens, 1),
@@ -119,7 +171,7 @@ def fit(
             tokens=stats.tokens,
             updates=stats.updates,
             seconds=time.perf_counter() - t0,
-            extra=dict(stats.extra),
+            extra=dict(stats.extra) if epoch_extra is None else epoch_extra(epoch, stats),
         )
         history.append(log)
         done = convergence.update(log.word_error)
@@ -131,7 +183,9 @@ def fit(
     return FitResult(epoch, stopped_by, time.perf_counter() - t_start, history)
 
 
-def _epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> list[int]:
+def epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> list[int]:
+    """Items 0 ... n-1 in the order of ``epoch``: a permutation seeded by (seed, epoch), or
+    0 ... n-1 when not ``shuffle``."""
     if not shuffle:
         return list(range(n))
     gen = torch.Generator().manual_seed(seed * 100_003 + epoch)
@@ -156,13 +210,18 @@ def predict(
     return out
 
 
+def length_sorted_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
+    """Document indices in batches of ``batch_size``, shortest documents first, so that
+    documents of similar length share a batch (little padding)."""
+    order = sorted(range(len(lengths)), key=lambda d: lengths[d])
+    return [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+
+
 def _length_batches(features: FeatureMatrix, batch_size: int, device, progress: bool):
     """Yield (document indices, FeatureBatch) for batches of documents of similar length."""
     lengths = (features.doc_offsets[1:] - features.doc_offsets[:-1]).tolist()
-    order = sorted(range(features.num_docs), key=lambda d: lengths[d])
-    starts = range(0, len(order), batch_size)
-    for s in tqdm(starts, desc="decode", unit="batch", disable=not progress, leave=False):
-        docs = order[s : s + batch_size]
+    batches = length_sorted_batches(lengths, batch_size)
+    for docs in tqdm(batches, desc="decode", unit="batch", disable=not progress, leave=False):
         yield docs, make_batch(features, docs).to(device)
 
 

@@ -27,6 +27,7 @@ from structperc.learn.perceptron import Perceptron
 from structperc.model.batch import make_batch
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
+from structperc.train import FitSettings
 
 SENTS = [
     ("The cat sat on the mat .", "DT NN VBD IN DT NN .", "B I O O B I O"),
@@ -233,9 +234,8 @@ def test_backoff_epoch_leaves_lexicalized_weights_at_zero(model):
     weights = JointWeights(features.num_features)
     updater = Updater(weights, average=True)
     rows = features.unlexicalized_rows()
-    fit_joint(
-        MaxMarginPerceptron(), updater, mats, gold, unlexicalized=rows, max_epochs=1, progress=False
-    )
+    one_epoch = FitSettings(max_epochs=1, progress=False)
+    fit_joint(MaxMarginPerceptron(), updater, mats, gold, one_epoch, unlexicalized=rows)
     for g, table in weights.tables().items():
         assert (table[~rows[g]] == 0).all()
     assert any(table.abs().sum() > 0 for table in weights.tables().values())
@@ -245,9 +245,8 @@ def test_backoff_epoch_leaves_lexicalized_weights_at_zero(model):
 def test_separable_toy_set_is_learned(model, learner):
     features, mats, gold = model
     weights = JointWeights(features.num_features)
-    result = fit_joint(
-        learner, Updater(weights), mats, gold, backoff_epochs=0, max_epochs=30, progress=False
-    )
+    up_to_30 = FitSettings(max_epochs=30, progress=False)
+    result = fit_joint(learner, Updater(weights), mats, gold, up_to_30, backoff_epochs=0)
     assert result.history[-1].errors == 0
 
 

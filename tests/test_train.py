@@ -14,7 +14,7 @@ from structperc.learn.perceptron import Perceptron
 from structperc.model.batch import make_batch
 from structperc.model.updates import Updater, path_delta
 from structperc.model.weights import ChainWeights
-from structperc.train import Convergence, _epoch_order, doc_labels, fit, predict
+from structperc.train import Convergence, doc_labels, epoch_order, fit, predict
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -162,10 +162,10 @@ def test_fit_is_deterministic_given_the_seed(corpus):
         assert torch.equal(t, u2.averaged_tables()[n])
     assert [h.errors for h in r1.history] == [h.errors for h in r2.history]
     # the seed does decide the order
-    assert _epoch_order(40, True, 5, 1) != _epoch_order(40, True, 6, 1)
-    assert _epoch_order(40, True, 5, 1) != _epoch_order(40, True, 5, 2)
-    assert sorted(_epoch_order(40, True, 5, 1)) == list(range(40))
-    assert _epoch_order(5, False, 5, 1) == [0, 1, 2, 3, 4]
+    assert epoch_order(40, True, 5, 1) != epoch_order(40, True, 6, 1)
+    assert epoch_order(40, True, 5, 1) != epoch_order(40, True, 5, 2)
+    assert sorted(epoch_order(40, True, 5, 1)) == list(range(40))
+    assert epoch_order(5, False, 5, 1) == [0, 1, 2, 3, 4]
 
 
 def test_fit_resumes_exactly(corpus):

@@ -28,7 +28,7 @@ from structperc.joint.train import fit_joint, predict_joint
 from structperc.joint.weights import JointWeights
 from structperc.model.updates import Updater
 from structperc.monitor import Monitor
-from structperc.train import EpochLog
+from structperc.train import EpochLog, FitSettings
 
 log = logging.getLogger(__name__)
 
@@ -144,16 +144,10 @@ def run_joint(
         updater,
         mats["train"],
         gold,
+        FitSettings(max_epochs, tol, patience, shuffle, seed, device, progress),
         unlexicalized=features.unlexicalized_rows() if backoff_epochs > 0 else None,
         backoff_epochs=backoff_epochs,
-        max_epochs=max_epochs,
-        tol=tol,
-        patience=patience,
-        shuffle=shuffle,
-        seed=seed,
-        device=device,
         on_epoch=on_epoch,
-        progress=progress,
     )
     updater.finalize()
     t0 = time.perf_counter()

@@ -1,22 +1,21 @@
 """Training and decoding loops of the joint model (Shimizu & Haas 2006, Alg. 4.1).
 
-``fit_joint`` is ``structperc.train.fit`` for label-chunk structures: one sentence per step,
-shuffled per epoch with a seeded generator (or in corpus order, as Alg. 4.1 has it), until the
-per-word training error settles (``Convergence``) or ``max_epochs``.  It adds the paper's back-off
-(section 5.3): during the first ``backoff_epochs`` epochs the weights of lexicalized features are
-not updated, "to have more weights on the unlexicalized features, so that when lexical feature is
-not found, unlexicalized features could provide useful information".  Freezing means the update
+``fit_joint`` is ``structperc.train.fit`` for label-chunk structures, through the same epoch loop
+(``structperc.train.run_epochs``): one sentence per step, shuffled per epoch with a seeded
+generator (or in corpus order, as Alg. 4.1 has it), until the per-word training error settles
+(``Convergence``) or ``max_epochs``.  It adds the paper's back-off (section 5.3): during the
+first ``backoff_epochs`` epochs the weights of lexicalized features are not updated, "to have more
+weights on the unlexicalized features, so that when lexical feature is not found, unlexicalized
+features could provide useful information".  Freezing means the update
 d = Phi(y*) - Phi(y') keeps only the entries of unlexicalized features (``weights.restrict``), and
 the max-margin step is computed for that restricted d.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import torch
-from tqdm.auto import tqdm
 
 from structperc.features.extract import FeatureMatrix
 from structperc.joint.dp import decode
@@ -30,7 +29,7 @@ from structperc.joint.weights import (
 )
 from structperc.learn.base import StepStats
 from structperc.model.updates import SparseDelta, Updater
-from structperc.train import Convergence, EpochLog, FitResult
+from structperc.train import EpochLog, FitResult, FitSettings, length_sorted_batches, run_epochs
 
 
 class JointProblem:
@@ -68,73 +67,52 @@ class JointProblem:
         return delta
 
 
-def epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> list[int]:
-    """The sentence order of an epoch (the same seeding as ``structperc.train``)."""
-    if not shuffle:
-        return list(range(n))
-    gen = torch.Generator().manual_seed(seed * 100_003 + epoch)
-    return torch.randperm(n, generator=gen).tolist()
-
-
 def fit_joint(
     learner,
     updater: Updater,
     mats: dict[str, FeatureMatrix],
     gold: LabelChunk,
+    settings: FitSettings,
     *,
     unlexicalized: dict[str, torch.Tensor] | None = None,
     backoff_epochs: int = 1,
-    max_epochs: int = 10,
-    tol: float = 1e-4,
-    patience: int = 3,
-    shuffle: bool = True,
-    seed: int = 0,
-    device: str | torch.device = "cpu",
     on_epoch: Callable[[EpochLog], None] | None = None,
-    progress: bool = True,
 ) -> FitResult:
-    """Train ``learner`` on every sentence of ``mats`` with gold structures ``gold`` ([N] each).
+    """Train ``learner`` on every sentence of ``mats`` with gold structures ``gold`` ([N] each),
+    for the epochs, order and stopping rule of ``settings`` (``structperc.train.run_epochs``).
 
-    ``unlexicalized`` (part type -> [F] bool) enables the back-off for ``backoff_epochs``.
+    ``unlexicalized`` (part type -> [F] bool) enables the back-off for ``backoff_epochs``; each
+    epoch's log says whether it was on (``extra["backoff"]``).
     """
     weights: JointWeights = updater.weights
-    convergence = Convergence(tol, patience)
     doc_offsets = next(iter(mats.values())).doc_offsets.tolist()
-    num_docs = len(doc_offsets) - 1
+    full = JointProblem(weights)
+    backed_off = JointProblem(weights, unlexicalized)
     batches: dict[int, tuple[JointBatch, LabelChunk]] = {}
-    history: list[EpochLog] = []
-    stopped_by, epoch = "max_epochs", 0
-    t_start = time.perf_counter()
-    for epoch in range(1, max_epochs + 1):
-        frozen = unlexicalized is not None and epoch <= backoff_epochs
-        problem = JointProblem(weights, unlexicalized if frozen else None)
-        stats = StepStats()
-        t0 = time.perf_counter()
-        order = epoch_order(num_docs, shuffle, seed, epoch)
-        for d in tqdm(order, desc=f"epoch {epoch}", unit="sent", disable=not progress, leave=False):
-            if d not in batches:
-                lo, hi = doc_offsets[d], doc_offsets[d + 1]
-                batches[d] = (make_joint_batch(mats, [d]).to(device), gold.slice(lo, hi).to(device))
-            batch, y = batches[d]
-            stats += learner.update(updater, problem, batch, y)
-            updater.tick()
-        log = EpochLog(
-            epoch=epoch,
-            word_error=stats.errors / max(stats.tokens, 1),
-            errors=stats.errors,
-            tokens=stats.tokens,
-            updates=stats.updates,
-            seconds=time.perf_counter() - t0,
-            extra={"backoff": frozen},
-        )
-        history.append(log)
-        done = convergence.update(log.word_error)
-        if on_epoch is not None:
-            on_epoch(log)
-        if done:
-            stopped_by = "converged"
-            break
-    return FitResult(epoch, stopped_by, time.perf_counter() - t_start, history)
+
+    def backoff(epoch: int) -> bool:
+        return unlexicalized is not None and epoch <= backoff_epochs
+
+    def train_sentence(epoch: int, d: int) -> StepStats:
+        if d not in batches:
+            lo, hi = doc_offsets[d], doc_offsets[d + 1]
+            batches[d] = (
+                make_joint_batch(mats, [d]).to(settings.device),
+                gold.slice(lo, hi).to(settings.device),
+            )
+        batch, y = batches[d]
+        stats = learner.update(updater, backed_off if backoff(epoch) else full, batch, y)
+        updater.tick()
+        return stats
+
+    return run_epochs(
+        len(doc_offsets) - 1,
+        train_sentence,
+        settings,
+        unit="sent",
+        epoch_extra=lambda epoch, _: {"backoff": backoff(epoch)},
+        on_epoch=on_epoch,
+    )
 
 
 @torch.no_grad()
@@ -148,10 +126,8 @@ def predict_joint(
     """The best structure of every sentence, decoded in batches of similar length."""
     doc_offsets = next(iter(mats.values())).doc_offsets
     lengths = (doc_offsets[1:] - doc_offsets[:-1]).tolist()
-    order = sorted(range(len(lengths)), key=lambda d: lengths[d])
     out: list[LabelChunk | None] = [None] * len(lengths)
-    for s in range(0, len(order), batch_size):
-        docs = order[s : s + batch_size]
+    for docs in length_sorted_batches(lengths, batch_size):
         best, _ = decode(weights.potentials(make_joint_batch(mats, docs).to(device)))
         best = LabelChunk(best.pos.cpu(), best.chunk.cpu(), best.start.cpu())
         for b, d in enumerate(docs):
