@@ -49,7 +49,7 @@ from structperc.features.extract import FeatureMatrix
 from structperc.model.batch import FeatureBatch, make_batch
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
-from structperc.train import Convergence, EpochLog, FitResult
+from structperc.train import Convergence, EpochLog, FitResult, epoch_order
 
 log = logging.getLogger(__name__)
 
@@ -236,13 +236,11 @@ class CRF:
         apply, and training always starts from the current weights with a fresh L-BFGS memory.
         """
         self._validate()
-        weights = updater.weights
         limit = self.max_iterations if max_epochs is None else min(self.max_iterations, max_epochs)
-        run = _lbfgs_run if self.optimizer == "lbfgs" else _sgd_run
+        optimization = _LBFGSOptimization if self.optimizer == "lbfgs" else _SGDOptimization
         with StopRequest() as stop:
-            return run(
-                self, weights, features, labels, limit, seed, device, on_epoch, progress, stop
-            )
+            run = optimization(self, updater.weights, features, labels, seed, device, progress)
+            return run.fit(limit, on_epoch, stop)
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -310,95 +308,6 @@ def full_objective(
     return total + sq / (2.0 * learner.sigma2), total, grads, errors
 
 
-def _lbfgs_run(
-    learner: CRF,
-    weights: ChainWeights,
-    features: FeatureMatrix,
-    labels: Tensor,
-    limit: int,
-    seed: int,
-    device,
-    on_epoch,
-    progress: bool,
-    stop: StopRequest,
-) -> FitResult:
-    t_start = time.perf_counter()
-    features = FeatureMatrix(*(t.to(device) for t in features.tensors().values()))
-    index = TransposedIndex.build(features.ids.cpu(), features.offsets.cpu(), weights.num_features)
-    index = index.to(device)
-    buckets = make_buckets(
-        features_cpu(features),
-        labels.cpu(),
-        learner.dp_batch_tokens,
-        with_index=False,
-        num_features=weights.num_features,
-        device=device,
-    )
-    log.info(
-        "CRF L-BFGS: %d documents in %d DP buckets, %d parameters, sigma2 %g",
-        features.num_docs,
-        len(buckets),
-        weights.node.weight.numel() + weights.edge.weight.numel(),
-        learner.sigma2,
-    )
-    last: dict = {}
-
-    def objective() -> tuple[float, list[Tensor]]:
-        f, total, grads, errors = full_objective(learner, weights, features, index, buckets)
-        last.update(nll=total, errors=errors)
-        return f, grads
-
-    opt = LBFGS([weights.node.weight, weights.edge.weight], history=learner.history)
-    convergence = Convergence(learner.tol, learner.patience)
-    history: list[EpochLog] = []
-    stopped_by = "max_epochs"
-    n_tokens = features.num_tokens
-    it = 0
-    bar = tqdm(range(1, limit + 1), desc="L-BFGS", unit="it", disable=not progress, leave=False)
-    for it in bar:
-        t0, c0 = time.perf_counter(), time.process_time()
-        info = opt.step(objective)
-        ep = EpochLog(
-            epoch=it,
-            word_error=last["errors"] / max(n_tokens, 1),
-            errors=last["errors"],
-            tokens=n_tokens,
-            updates=info.evaluations,
-            seconds=time.perf_counter() - t0,
-            extra={
-                "objective": info.loss,
-                "nll": last["nll"],
-                "step": info.step,
-                "grad_norm": info.grad_norm,
-                "cpu_seconds": time.process_time() - c0,
-            },
-        )
-        history.append(ep)
-        bar.set_postfix(objective=f"{info.loss:.6g}")
-        log.info(
-            "iteration %d: objective %.6g (nll %.6g), step %.3g, %d evaluation(s), %.1fs",
-            it,
-            info.loss,
-            last["nll"],
-            info.step,
-            info.evaluations,
-            ep.seconds,
-        )
-        done = convergence.update(_rel_objective(info.loss))
-        if on_epoch is not None:
-            on_epoch(ep)
-        if not info.accepted:
-            stopped_by = "no_progress"
-            break
-        if done:
-            stopped_by = "converged"
-            break
-        if stop.requested:
-            stopped_by = "interrupted"
-            break
-    return FitResult(it, stopped_by, time.perf_counter() - t_start, history)
-
-
 def _rel_objective(f: float) -> float:
     """The objective as ``Convergence`` tracks it (it takes |e_k - e_{k-1}| / e_{k-1})."""
     return f if math.isfinite(f) else float("inf")
@@ -408,51 +317,180 @@ def features_cpu(features: FeatureMatrix) -> FeatureMatrix:
     return FeatureMatrix(*(t.cpu() for t in features.tensors().values()))
 
 
-def _sgd_run(
-    learner: CRF,
-    weights: ChainWeights,
-    features: FeatureMatrix,
-    labels: Tensor,
-    limit: int,
-    seed: int,
-    device,
-    on_epoch,
-    progress: bool,
-    stop: StopRequest,
-) -> FitResult:
-    t_start = time.perf_counter()
-    L = weights.num_labels
-    dtype = _dtype(learner.dtype)
-    buckets = make_buckets(
-        features_cpu(features),
-        labels.cpu(),
-        learner.batch_tokens,
-        with_index=True,
-        num_features=weights.num_features,
-        device=device,
-    )
-    log.info(
-        "CRF SGD: %d documents in %d mini-batches, sigma2 %g, lr %g",
-        features.num_docs,
-        len(buckets),
-        learner.sigma2,
-        learner.lr,
-    )
-    tables = [weights.node.weight, weights.edge.weight]
-    opt = ScaledSGD(tables, learner.sigma2, features.num_docs, learner.lr)
-    convergence = Convergence(learner.tol, learner.patience)
-    history: list[EpochLog] = []
-    stopped_by = "max_epochs"
-    n_tokens = features.num_tokens
-    epoch = 0
-    for epoch in range(1, limit + 1):
-        t0, c0 = time.perf_counter(), time.process_time()
-        gen = torch.Generator().manual_seed(seed * 100_003 + epoch)
-        order = torch.randperm(len(buckets), generator=gen).tolist()
-        total, errors = 0.0, 0
-        bar = tqdm(order, desc=f"epoch {epoch}", unit="batch", disable=not progress, leave=False)
+@dataclass
+class _Iteration:
+    """What one L-BFGS iteration or SGD epoch did, for its ``EpochLog``."""
+
+    objective: float  # f(w): after the iteration (L-BFGS), summed during the epoch (SGD)
+    nll: float  # its negative log-likelihood part
+    errors: int  # tokens whose most probable label is wrong
+    updates: int  # objective evaluations (L-BFGS), mini-batches (SGD)
+    extra: dict  # the optimizer's own numbers, logged after objective and nll
+    accepted: bool = True  # False: L-BFGS found no step that lowers the objective
+
+
+class _Optimization:
+    """One ``CRF.fit_batch`` run: the loop both optimizers share.
+
+    A subclass sets its optimizer up in ``__init__`` and makes one L-BFGS iteration or one SGD
+    epoch in ``iteration``.  ``fit`` logs each as an ``EpochLog`` (wall and CPU seconds, the
+    objective, its nll and the optimizer's numbers) and stops when the relative change of the
+    objective stays below the learner's ``tol`` for ``patience`` iterations, when L-BFGS makes
+    no progress, when SIGUSR1 asks it to (``StopRequest``) or after ``limit`` iterations.
+    """
+
+    bar_label: str | None = None  # a progress bar over the iterations, under this label
+
+    def __init__(
+        self, learner: CRF, weights: ChainWeights, features, labels, seed, device, progress
+    ):
+        self.t_start = time.perf_counter()
+        self.learner, self.weights = learner, weights
+        self.features, self.labels = features, labels
+        self.seed, self.device, self.progress = seed, device, progress
+
+    def training_buckets(self, budget: int, *, with_index: bool) -> list[Bucket]:
+        """``make_buckets`` of the training documents, ``budget`` padded tokens each."""
+        return make_buckets(
+            features_cpu(self.features),
+            self.labels.cpu(),
+            budget,
+            with_index=with_index,
+            num_features=self.weights.num_features,
+            device=self.device,
+        )
+
+    def iteration(self, k: int) -> _Iteration:
+        raise NotImplementedError
+
+    def report(self, ep: EpochLog) -> None:
+        """Called with each iteration's log before the stopping rules (default: nothing)."""
+
+    def fit(self, limit: int, on_epoch, stop: StopRequest) -> FitResult:
+        convergence = Convergence(self.learner.tol, self.learner.patience)
+        history: list[EpochLog] = []
+        stopped_by = "max_epochs"
+        n_tokens = self.features.num_tokens
+        k = 0
+        hide = not self.progress or self.bar_label is None
+        bar = tqdm(range(1, limit + 1), desc=self.bar_label, unit="it", disable=hide, leave=False)
         for k in bar:
-            bucket = buckets[k]
+            t0, c0 = time.perf_counter(), time.process_time()
+            step = self.iteration(k)
+            ep = EpochLog(
+                epoch=k,
+                word_error=step.errors / max(n_tokens, 1),
+                errors=step.errors,
+                tokens=n_tokens,
+                updates=step.updates,
+                seconds=time.perf_counter() - t0,
+                extra={
+                    "objective": step.objective,
+                    "nll": step.nll,
+                    **step.extra,
+                    "cpu_seconds": time.process_time() - c0,
+                },
+            )
+            history.append(ep)
+            bar.set_postfix(objective=f"{step.objective:.6g}")
+            self.report(ep)
+            done = convergence.update(_rel_objective(step.objective))
+            if on_epoch is not None:
+                on_epoch(ep)
+            if not step.accepted:
+                stopped_by = "no_progress"
+                break
+            if done:
+                stopped_by = "converged"
+                break
+            if stop.requested:
+                stopped_by = "interrupted"
+                break
+        return FitResult(k, stopped_by, time.perf_counter() - self.t_start, history)
+
+
+class _LBFGSOptimization(_Optimization):
+    """Full batch: an iteration is one ``LBFGS.step`` on ``full_objective``, the DP over
+    buckets of ``dp_batch_tokens`` padded tokens."""
+
+    bar_label = "L-BFGS"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        device, weights = self.device, self.weights
+        self.features = FeatureMatrix(*(t.to(device) for t in self.features.tensors().values()))
+        index = TransposedIndex.build(
+            self.features.ids.cpu(), self.features.offsets.cpu(), weights.num_features
+        )
+        self.index = index.to(device)
+        self.buckets = self.training_buckets(self.learner.dp_batch_tokens, with_index=False)
+        log.info(
+            "CRF L-BFGS: %d documents in %d DP buckets, %d parameters, sigma2 %g",
+            self.features.num_docs,
+            len(self.buckets),
+            weights.node.weight.numel() + weights.edge.weight.numel(),
+            self.learner.sigma2,
+        )
+        self.opt = LBFGS([weights.node.weight, weights.edge.weight], history=self.learner.history)
+        self.last: dict = {}  # nll and posterior errors of the last evaluation
+
+    def objective(self) -> tuple[float, list[Tensor]]:
+        f, total, grads, errors = full_objective(
+            self.learner, self.weights, self.features, self.index, self.buckets
+        )
+        self.last.update(nll=total, errors=errors)
+        return f, grads
+
+    def iteration(self, k: int) -> _Iteration:
+        info = self.opt.step(self.objective)
+        return _Iteration(
+            objective=info.loss,
+            nll=self.last["nll"],
+            errors=self.last["errors"],
+            updates=info.evaluations,
+            extra={"step": info.step, "grad_norm": info.grad_norm},
+            accepted=info.accepted,
+        )
+
+    def report(self, ep: EpochLog) -> None:
+        log.info(
+            "iteration %d: objective %.6g (nll %.6g), step %.3g, %d evaluation(s), %.1fs",
+            ep.epoch,
+            ep.extra["objective"],
+            ep.extra["nll"],
+            ep.extra["step"],
+            ep.updates,
+            ep.seconds,
+        )
+
+
+class _SGDOptimization(_Optimization):
+    """Mini-batch SGD with the lazily scaled prior: an epoch visits the buckets of
+    ``batch_tokens`` padded tokens in a shuffled order, one sparse step each."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        learner = self.learner
+        self.buckets = self.training_buckets(learner.batch_tokens, with_index=True)
+        log.info(
+            "CRF SGD: %d documents in %d mini-batches, sigma2 %g, lr %g",
+            self.features.num_docs,
+            len(self.buckets),
+            learner.sigma2,
+            learner.lr,
+        )
+        self.tables = [self.weights.node.weight, self.weights.edge.weight]
+        self.opt = ScaledSGD(self.tables, learner.sigma2, self.features.num_docs, learner.lr)
+
+    def iteration(self, k: int) -> _Iteration:
+        learner, opt, tables = self.learner, self.opt, self.tables
+        L = self.weights.num_labels
+        dtype = _dtype(learner.dtype)
+        order = epoch_order(len(self.buckets), True, self.seed, k)
+        total, errors = 0.0, 0
+        bar = tqdm(order, desc=f"epoch {k}", unit="batch", disable=not self.progress, leave=False)
+        for b in bar:
+            bucket = self.buckets[b]
             batch = bucket.batch
             leaves = [t.detach().requires_grad_(True) for t in tables]
             with torch.enable_grad():
@@ -467,29 +505,10 @@ def _sgd_run(
             opt.step([leaf.grad for leaf in leaves], bucket.num_docs)
         opt.fold()
         sq = sum(float(torch.dot(w.view(-1), w.view(-1))) for w in tables)
-        f = total + sq / (2.0 * learner.sigma2)
-        ep = EpochLog(
-            epoch=epoch,
-            word_error=errors / max(n_tokens, 1),
+        return _Iteration(
+            objective=total + sq / (2.0 * learner.sigma2),
+            nll=total,
             errors=errors,
-            tokens=n_tokens,
-            updates=len(buckets),
-            seconds=time.perf_counter() - t0,
-            extra={
-                "objective": f,
-                "nll": total,
-                "lr": opt.lr(),
-                "cpu_seconds": time.process_time() - c0,
-            },
+            updates=len(self.buckets),
+            extra={"lr": opt.lr()},
         )
-        history.append(ep)
-        done = convergence.update(_rel_objective(f))
-        if on_epoch is not None:
-            on_epoch(ep)
-        if done:
-            stopped_by = "converged"
-            break
-        if stop.requested:
-            stopped_by = "interrupted"
-            break
-    return FitResult(epoch, stopped_by, time.perf_counter() - t_start, history)
