@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import time
-from functools import partial
 from pathlib import Path
 
 import torch
@@ -34,7 +33,15 @@ from structperc.model.files import save_model
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.monitor import Monitor
-from structperc.train import Convergence, EpochLog, fit, predict, predict_documents
+from structperc.train import (
+    Convergence,
+    EpochLog,
+    FitSettings,
+    fit,
+    fit_learner,
+    predict,
+    predict_documents,
+)
 
 log = logging.getLogger(__name__)
 
@@ -138,15 +145,9 @@ def run_experiment(
     out_dir: Path,
     cache_dir: str | Path | None,
     cache_key: dict,
-    max_epochs: int,
-    tol: float,
-    patience: int,
-    shuffle: bool,
+    settings: FitSettings,
     eval_every: int,
     batch_size: int,
-    seed: int,
-    device: str,
-    progress: bool,
     save: bool,
     write_predictions: bool,
     hparams: dict,
@@ -155,8 +156,10 @@ def run_experiment(
     doc_features=None,
     n_test: int = 100,
 ) -> dict:
-    """Train on ``corpus["train"]``, evaluate on dev/test, write results; returns the results."""
+    """Train on ``corpus["train"]`` for the epochs of ``settings``, evaluate on dev/test, write
+    results; returns the results."""
     t_job = time.perf_counter()
+    seed, device = settings.seed, settings.device
     torch.manual_seed(seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     features, mats, feat_seconds, hit = extract_features(features, corpus, cache_dir, cache_key)
@@ -223,7 +226,7 @@ def run_experiment(
         monitor.scalars(ep.epoch, values)
         log.info(msg)
 
-    convergence = Convergence(tol, patience)
+    convergence = Convergence(settings.tol, settings.patience)
     ckpt_dir = out_dir / "checkpoint"
     start_epoch, past = 0, []
     if resume and (ckpt_dir / "checkpoint.json").is_file():
@@ -244,7 +247,7 @@ def run_experiment(
             runs=bpm_runs,
             seed=seed,
             device=device,
-            progress=progress,
+            progress=settings.progress,
         )
         bpm_seconds = time.perf_counter() - t_bpm
 
@@ -254,20 +257,16 @@ def run_experiment(
         if checkpoint and not batch_learner:
             save_checkpoint(ckpt_dir, updater, convergence, done_epochs)
 
-    # batch learners (the CRF, structperc/crf/learner.py) run their own optimisation loop
+    # a batch learner (the CRF, structperc/crf/learner.py) runs its own optimisation loop
+    # (fit_learner), not checkpointed per iteration
     batch_learner = hasattr(learner, "fit_batch")
-    result = (learner.fit_batch if batch_learner else partial(fit, learner))(
+    result = fit_learner(
+        learner,
         updater,
         mats["train"],
         y_train,
-        max_epochs=max_epochs,
-        tol=tol,
-        patience=patience,
-        shuffle=shuffle,
-        seed=seed,
-        device=device,
+        settings,
         on_epoch=on_epoch_and_save,
-        progress=progress,
         start_epoch=start_epoch,
         convergence=convergence,
     )

@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from structperc.data.loading import load_corpus, resolve_data_dir
 from structperc.experiment import feature_cache_key, run_experiment
+from structperc.train import FitSettings
 
 log = logging.getLogger("structperc")
 
@@ -30,6 +31,21 @@ def build_features(cfg: DictConfig, data_dir: Path | None):
         if not Path(gaz).is_file():
             fcfg["gazetteer_path"] = str(data_dir / gaz)
     return instantiate(fcfg), fcfg
+
+
+def fit_settings(cfg: DictConfig) -> FitSettings:
+    """The training loop's settings: ``trainer.{max_epochs,tol,patience,shuffle,progress}``,
+    ``seed`` and ``device``."""
+    t = cfg.trainer
+    return FitSettings(
+        max_epochs=t.max_epochs,
+        tol=t.tol,
+        patience=t.patience,
+        shuffle=t.shuffle,
+        seed=cfg.seed,
+        device=cfg.device,
+        progress=t.progress,
+    )
 
 
 def main_from_config(cfg: DictConfig, out_dir: Path) -> float:
@@ -54,15 +70,9 @@ def main_from_config(cfg: DictConfig, out_dir: Path) -> float:
         out_dir=out_dir,
         cache_dir=cfg.cache_dir,
         cache_key=feature_cache_key(fcfg, files, cfg.data.max_docs),
-        max_epochs=t.max_epochs,
-        tol=t.tol,
-        patience=t.patience,
-        shuffle=t.shuffle,
+        settings=fit_settings(cfg),
         eval_every=t.eval_every,
         batch_size=t.batch_size,
-        seed=cfg.seed,
-        device=cfg.device,
-        progress=t.progress,
         save=cfg.save_model,
         write_predictions=cfg.write_predictions,
         hparams=_flat_hparams(cfg),

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from functools import partial
 
 import torch
 from tqdm.auto import tqdm
@@ -79,7 +80,10 @@ class FitResult:
 class FitSettings:
     """What a run's configuration tells a training loop: at most ``max_epochs`` epochs, the
     convergence rule (``tol``, ``patience``), the order of the training data (``shuffle``,
-    ``seed``), where the tables live (``device``) and whether to show progress bars."""
+    ``seed``), where the tables live (``device``) and whether to show progress bars.
+
+    As a dict (``dataclasses.asdict``) they are keyword arguments of ``fit`` and of a batch
+    learner's ``fit_batch`` (``fit_learner`` passes them on)."""
 
     max_epochs: int = 50
     tol: float = 1e-4
@@ -130,6 +134,16 @@ def fit(
         start_epoch=start_epoch,
         convergence=convergence,
     )
+
+
+def fit_learner(
+    learner, updater: Updater, features, labels, settings: FitSettings, **hooks
+) -> FitResult:
+    """``fit`` with ``learner``, or the learner's own loop where it has one (``fit_batch``: the
+    CRF's L-BFGS or SGD, ``structperc/crf/learner.py``).  ``hooks``: ``fit``'s ``on_epoch``,
+    ``start_epoch``, ``convergence``."""
+    train = learner.fit_batch if hasattr(learner, "fit_batch") else partial(fit, learner)
+    return train(updater, features, labels, **asdict(settings), **hooks)
 
 
 def run_epochs(

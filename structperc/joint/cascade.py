@@ -20,7 +20,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import partial
 
 import torch
 
@@ -30,7 +29,7 @@ from structperc.joint.features import PartFeatures
 from structperc.joint.structure import POS_TAGS, collapse_pos, np_tags
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
-from structperc.train import EpochLog, FitResult, fit, predict
+from structperc.train import EpochLog, FitResult, FitSettings, fit_learner, predict
 
 NP_LABELS = ("O", "B-NP", "I-NP")
 GROUP = "token"
@@ -74,42 +73,23 @@ def train_chain(
     labels_of: Callable[[Document], list[str]],
     labels: tuple[str, ...],
     templates: list[Template],
+    settings: FitSettings,
     *,
     min_count: int = 1,
-    max_epochs: int = 50,
-    tol: float = 1e-4,
-    patience: int = 3,
-    shuffle: bool = True,
-    seed: int = 0,
-    device: str = "cpu",
-    progress: bool = False,
     on_epoch: Callable[[EpochLog], None] | None = None,
 ) -> ChainModel:
     """Fit features and a ``ChainWeights`` model on ``train``.
 
-    Trains with ``structperc.train.fit``, or with the learner's own ``fit_batch`` (the CRF).
+    Trains with ``structperc.train.fit``, or with the learner's own ``fit_batch`` (the CRF):
+    ``structperc.train.fit_learner``.
     """
     features = PartFeatures({GROUP: templates}, min_count=min_count).fit(train)
     mats = features.transform(train)[GROUP]
     index = {t: i for i, t in enumerate(labels)}
     gold = torch.tensor([index[t] for d in train for t in labels_of(d)], dtype=torch.long)
-    weights = ChainWeights(features.num_features[GROUP], list(labels)).to(device)
+    weights = ChainWeights(features.num_features[GROUP], list(labels)).to(settings.device)
     updater = Updater(weights, average=getattr(learner, "average", False))
-    # a batch learner (the CRF, structperc/crf/learner.py) runs its own loop, called like fit
-    run_fit = learner.fit_batch if hasattr(learner, "fit_batch") else partial(fit, learner)
-    result = run_fit(
-        updater,
-        mats,
-        gold,
-        max_epochs=max_epochs,
-        tol=tol,
-        patience=patience,
-        shuffle=shuffle,
-        seed=seed,
-        device=device,
-        on_epoch=on_epoch,
-        progress=progress,
-    )
+    result = fit_learner(learner, updater, mats, gold, settings, on_epoch=on_epoch)
     updater.finalize()
     return ChainModel(features, weights, result)
 

@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from structperc.data.loading import load_corpus
 from structperc.joint.experiment import run_cascade, run_joint
+from structperc.run import fit_settings
 
 log = logging.getLogger("structperc")
 
@@ -71,14 +72,8 @@ def main_from_config(cfg: DictConfig, out_dir: Path) -> float:
         corpus=corpus,
         learner=learner,
         out_dir=out_dir,
-        max_epochs=t.max_epochs,
-        tol=t.tol,
-        patience=t.patience,
-        shuffle=t.shuffle,
+        settings=fit_settings(cfg),
         batch_size=t.batch_size,
-        seed=cfg.seed,
-        device=cfg.device,
-        progress=t.progress,
         write_test_predictions=cfg.write_predictions,
         hparams=hparams(cfg),
     )

@@ -81,22 +81,18 @@ def run_joint(
     features: PartFeatures,
     learner,
     out_dir: Path,
-    max_epochs: int = 10,
-    tol: float = 1e-4,
-    patience: int = 3,
-    shuffle: bool = True,
+    settings: FitSettings,
     eval_every: int = 1,
     batch_size: int = 32,
-    seed: int = 0,
-    device: str = "cpu",
-    progress: bool = False,
     backoff_epochs: int = 1,
     maximal_outside: bool = True,
     write_test_predictions: bool = True,
     hparams: dict | None = None,
 ) -> dict:
-    """Train the joint model on ``corpus["train"]``, evaluate on ``corpus["test"]``."""
-    torch.manual_seed(seed)
+    """Train the joint model on ``corpus["train"]`` for the epochs of ``settings``, evaluate on
+    ``corpus["test"]``."""
+    torch.manual_seed(settings.seed)
+    device = settings.device
     out_dir.mkdir(parents=True, exist_ok=True)
     train, test = corpus["train"], corpus["test"]
     t0 = time.perf_counter()
@@ -144,7 +140,7 @@ def run_joint(
         updater,
         mats["train"],
         gold,
-        FitSettings(max_epochs, tol, patience, shuffle, seed, device, progress),
+        settings,
         unlexicalized=features.unlexicalized_rows() if backoff_epochs > 0 else None,
         backoff_epochs=backoff_epochs,
         on_epoch=on_epoch,
@@ -181,36 +177,23 @@ def run_cascade(
     corpus: dict[str, list[Document]],
     learner,
     out_dir: Path,
+    settings: FitSettings,
     min_count: int = 1,
-    max_epochs: int = 50,
-    tol: float = 1e-4,
-    patience: int = 3,
-    shuffle: bool = True,
     batch_size: int = 32,
-    seed: int = 0,
-    device: str = "cpu",
-    progress: bool = False,
     write_test_predictions: bool = True,
     hparams: dict | None = None,
 ) -> dict:
-    """Train the POS tagger and the NP chunker on ``corpus["train"]``, evaluate on test.
+    """Train the POS tagger and the NP chunker on ``corpus["train"]`` (each for the epochs of
+    ``settings``), evaluate on test.
 
     Evaluates each alone and the cascade (the chunker reading the tagger's POS tags).
     """
-    torch.manual_seed(seed)
+    torch.manual_seed(settings.seed)
+    device = settings.device
     out_dir.mkdir(parents=True, exist_ok=True)
     train, test = corpus["train"], corpus["test"]
     monitor = Monitor(out_dir / "tb")
-    kw = dict(
-        min_count=min_count,
-        max_epochs=max_epochs,
-        tol=tol,
-        patience=patience,
-        shuffle=shuffle,
-        seed=seed,
-        device=device,
-        progress=progress,
-    )
+    kw = dict(settings=settings, min_count=min_count)
 
     def logger(stage: str):
         def on_epoch(ep: EpochLog) -> None:
