@@ -10,53 +10,29 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
+from hydra_runs import ROOT, compose_config, run_main, write_synthetic_conll2003
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from structperc.crf.learner import CRF
-from structperc.data.conll import write_conll
-from structperc.data.synthetic import make_corpus
-from structperc.run import main_from_config
-
-ROOT = Path(__file__).resolve().parent.parent
-CONF = str(ROOT / "conf")
 
 
 @pytest.fixture(scope="module")
 def synthetic_dir(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("data")
-    (root / "conll2003").mkdir()
-    for split, (n, seed) in {"train": (20, 1), "dev": (8, 2), "test": (8, 3)}.items():
-        write_conll(root / "conll2003" / f"{split}.txt", make_corpus(n, seed=seed))
-    return root
-
-
-def _compose(overrides: list[str], hydra: bool = False):
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        return compose(config_name="config", overrides=overrides, return_hydra_config=hydra)
+    sizes = {"train": 20, "dev": 8, "test": 8}
+    return write_synthetic_conll2003(tmp_path_factory.mktemp("data"), sizes)
 
 
 def _run(tmp_path: Path, data_dir: Path, extra: list[str], monkeypatch) -> tuple[dict, Path]:
-    monkeypatch.delenv("STRUCTPERC_DATA", raising=False)
-    cfg = _compose(
-        [
-            "+experiment=conll03_crf",
-            f"data.dir={data_dir}",
-            f"cache_dir={tmp_path / 'cache'}",
-            "trainer.progress=false",
-            *extra,
-        ]
-    )
     out = tmp_path / "run"
-    dev_f1 = main_from_config(cfg, out)
-    results = json.loads((out / "results.json").read_text())
+    overrides = ["+experiment=conll03_crf", f"cache_dir={tmp_path / 'cache'}", *extra]
+    dev_f1, results = run_main(overrides, data_dir, out, monkeypatch)
     assert dev_f1 == pytest.approx(results["dev"]["f1"])
     return results, out
 
 
 def test_the_experiment_composes_to_a_crf():
-    cfg = _compose(["+experiment=conll03_crf", "learner.sigma2=13"], hydra=True)
+    cfg = compose_config(["+experiment=conll03_crf", "learner.sigma2=13"], hydra=True)
     learner = instantiate(cfg.learner)
     assert isinstance(learner, CRF) and learner.sigma2 == 13
     assert learner.optimizer == "lbfgs" and cfg.hydra.launcher._target_.endswith("JoblibLauncher")

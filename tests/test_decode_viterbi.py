@@ -20,15 +20,6 @@ from structperc.decode.viterbi import (
 SETTINGS = settings(max_examples=50, deadline=None)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: intra-op threads only add overhead (milliseconds a call on a busy CPU)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def random_problem(seed: int, B: int, T: int, L: int, *, integer: bool = False, full=False):
     """Potentials [B, T, L, L] float64 and lengths [B] in 1..T (one of them T when ``full``).
 

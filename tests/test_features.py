@@ -25,15 +25,6 @@ from structperc.model.files import load_model, save_model
 from structperc.model.weights import ChainWeights
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: intra-op threads only add overhead (milliseconds a call on a busy CPU)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def doc(text: str, tags: str | None = None, pos: str | None = None) -> Document:
     tokens = text.split()
     columns = {"pos": pos.split()} if pos else {}

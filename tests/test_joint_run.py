@@ -6,19 +6,15 @@ CoNLL-2000 is marked ``realdata``.
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
+from hydra_runs import compose_config, run_main
 
 from structperc.data.document import Document
 from structperc.joint.cascade import with_pos
 from structperc.joint.features import token_columns
-from structperc.run import main_from_config
-
-CONF = str(Path(__file__).resolve().parent.parent / "conf")
 
 # (word, Penn POS, chunk) patterns of a toy grammar
 NPS = [
@@ -52,19 +48,9 @@ def toy_dir(tmp_path_factory) -> Path:
     return root
 
 
-def _compose(overrides: list[str]):
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        return compose(config_name="config", overrides=overrides)
-
-
 def _run(tmp_path, data_dir, experiment, extra, monkeypatch) -> dict:
-    monkeypatch.delenv("STRUCTPERC_DATA", raising=False)
-    cfg = _compose(
-        [f"+experiment={experiment}", f"data.dir={data_dir}", "trainer.progress=false", *extra]
-    )
     out = tmp_path / experiment
-    f1 = main_from_config(cfg, out)
-    results = json.loads((out / "results.json").read_text())
+    f1, results = run_main([f"+experiment={experiment}", *extra], data_dir, out, monkeypatch)
     assert f1 == pytest.approx(results["test"]["np_f1"])
     assert any((out / "tb").iterdir())
     return results
@@ -72,10 +58,10 @@ def _run(tmp_path, data_dir, experiment, extra, monkeypatch) -> dict:
 
 @pytest.mark.parametrize("experiment", ["conll00_joint", "conll00_cascade"])
 def test_experiments_compose(experiment):
-    cfg = _compose([f"+experiment={experiment}"])
+    cfg = compose_config([f"+experiment={experiment}"])
     assert cfg.task in ("joint", "cascade") and cfg.data.name == "conll2000"
     assert cfg.data.train_docs == 447
-    assert _compose([f"+experiment={experiment}", "learner=vp"]).learner._target_.endswith(
+    assert compose_config([f"+experiment={experiment}", "learner=vp"]).learner._target_.endswith(
         "VotedPerceptron"
     )
 

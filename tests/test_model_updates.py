@@ -16,15 +16,6 @@ from structperc.model.weights import ChainWeights
 SETTINGS = settings(max_examples=50, deadline=None)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: intra-op threads only add overhead (milliseconds a call on a busy CPU)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 Doc = list[list[int]]  # one document: the feature ids of each token
 
 

@@ -6,57 +6,33 @@ everywhere; one smoke run on a slice of the real CoNLL-2003 is marked ``realdata
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
+from hydra_runs import compose_config, run_main, write_synthetic_conll2003
 
-from structperc.data.conll import write_conll
-from structperc.data.synthetic import make_corpus
 from structperc.model.files import load_model
 from structperc.predict import tag_file
-from structperc.run import main_from_config
-
-CONF = str(Path(__file__).resolve().parent.parent / "conf")
 
 
 @pytest.fixture(scope="module")
 def synthetic_dir(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("data")
-    (root / "conll2003").mkdir()
-    for split, (n, seed) in {"train": (30, 1), "dev": (10, 2), "test": (10, 3)}.items():
-        write_conll(root / "conll2003" / f"{split}.txt", make_corpus(n, seed=seed))
-    return root
-
-
-def _compose(overrides: list[str]):
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        return compose(config_name="config", overrides=overrides)
+    sizes = {"train": 30, "dev": 10, "test": 10}
+    return write_synthetic_conll2003(tmp_path_factory.mktemp("data"), sizes)
 
 
 def _run(
     tmp_path: Path, data_dir: Path, extra: list[str], monkeypatch, out_name: str = "run"
 ) -> tuple[dict, Path]:
-    monkeypatch.delenv("STRUCTPERC_DATA", raising=False)
     experiment = (
         [] if any(o.startswith("+experiment=") for o in extra) else ["+experiment=conll03_local"]
     )
-    cfg = _compose(
-        [
-            *experiment,
-            f"data.dir={data_dir}",
-            f"cache_dir={tmp_path / 'cache'}",
-            "trainer.progress=false",
-            *extra,
-        ]
-    )
     out = tmp_path / out_name
-    dev_f1 = main_from_config(cfg, out)
-    results = json.loads((out / "results.json").read_text())
+    overrides = [*experiment, f"cache_dir={tmp_path / 'cache'}", *extra]
+    dev_f1, results = run_main(overrides, data_dir, out, monkeypatch)
     assert dev_f1 == pytest.approx(results["dev"]["f1"])
     return results, out
 
@@ -127,7 +103,7 @@ def test_predict_command_line(tmp_path, synthetic_dir, monkeypatch):
 
 def test_bad_learner_name_is_a_clear_error():
     with pytest.raises(Exception, match="learner"):
-        _compose(["+experiment=conll03_local", "learner=nonsense"])
+        compose_config(["+experiment=conll03_local", "learner=nonsense"])
 
 
 @pytest.mark.realdata

@@ -16,16 +16,6 @@ from structperc.model.updates import Updater, path_delta
 from structperc.model.weights import ChainWeights
 from structperc.train import Convergence, doc_labels, epoch_order, fit, predict
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: intra-op threads only add overhead (milliseconds a call on a busy CPU)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 # ---------------------------------------------------------------- Convergence
 
 
