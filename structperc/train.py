@@ -18,11 +18,11 @@ import torch
 from tqdm.auto import tqdm
 
 from structperc.decode.nbest import nbest_batched
-from structperc.decode.viterbi import viterbi
+from structperc.decode.viterbi import viterbi, viterbi_packed
 from structperc.features.extract import FeatureMatrix
 from structperc.learn.base import StepStats
 from structperc.learn.proposed import rescore_argmax
-from structperc.model.batch import make_batch
+from structperc.model.batch import make_batch, packed_order
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 
@@ -211,16 +211,41 @@ def predict(
     weights: ChainWeights,
     features: FeatureMatrix,
     *,
-    batch_size: int = 16,
+    batch_size: int = 256,
     device: str | torch.device = "cpu",
     progress: bool = False,
 ) -> list[list[int]]:
-    """Viterbi label ids of every document, decoded in batches of similar length."""
+    """Viterbi label ids of every document.
+
+    ``batch_size`` documents at a time (consecutive ones, so their CSR rows are one slice) are
+    scored in one lookup and decoded together by ``viterbi_packed``: sorted by length and packed
+    time-major, without padding.  ``batch_size=1`` decodes each document alone with the blocked
+    scan instead.  Memory: ~100 floats per token of a batch.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     out: list[list[int]] = [[] for _ in range(features.num_docs)]
-    for docs, batch in _length_batches(features, batch_size, device, progress):
-        paths, _ = viterbi(weights.potentials(batch), batch.lengths)  # [B, T]
-        for b, d in enumerate(docs):
-            out[d] = paths[b, : int(batch.lengths[b])].tolist()
+    if batch_size == 1:
+        for docs, batch in _length_batches(features, 1, device, progress):
+            paths, _ = viterbi(weights.potentials(batch), batch.lengths)  # [1, T]
+            out[docs[0]] = paths[0].tolist()
+        return out
+    doc_offsets = features.doc_offsets
+    starts = range(0, features.num_docs, batch_size)
+    for d0 in tqdm(starts, desc="decode", unit="batch", disable=not progress, leave=False):
+        d1 = min(d0 + batch_size, features.num_docs)
+        s, e = int(doc_offsets[d0]), int(doc_offsets[d1])
+        lo, hi = int(features.offsets[s]), int(features.offsets[e])
+        node, edge = weights.csr_scores(
+            features.ids[lo:hi].to(device), (features.offsets[s : e + 1] - lo).to(device)
+        )  # [N, L], [N, L, L]
+        perm, sizes = packed_order(doc_offsets[d0 : d1 + 1] - s)  # [N], [T]
+        perm = perm.to(device)
+        labels = torch.empty(e - s, dtype=torch.long, device=device)
+        labels[perm] = viterbi_packed(node[perm], edge[perm], sizes)
+        flat = labels.tolist()
+        for d in range(d0, d1):
+            out[d] = flat[int(doc_offsets[d]) - s : int(doc_offsets[d + 1]) - s]
     return out
 
 

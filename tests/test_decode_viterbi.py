@@ -15,7 +15,10 @@ from structperc.decode.viterbi import (
     backtrace_doubling,
     forward_scores,
     viterbi,
+    viterbi_packed,
+    viterbi_steps,
 )
+from structperc.model.batch import packed_order
 
 SETTINGS = settings(max_examples=50, deadline=None)
 
@@ -265,3 +268,65 @@ def test_long_sequences_agree_with_loop(T, integer):
             assert scores[b].item() == loop_score
         else:
             assert scores[b].item() == pytest.approx(loop_score, rel=1e-12, abs=1e-9)
+
+
+@SETTINGS
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    B=st.integers(1, 6),
+    T=st.integers(1, 12),
+    L=st.integers(1, 4),
+    integer=st.booleans(),
+)
+def test_step_kernel_equals_blocked_scan(seed, B, T, L, integer):
+    """The batch kernel (sorted, shrinking prefix) gives the blocked scan's paths and scores,
+    ties included, on every layout of lengths."""
+    pot, lengths = random_problem(seed, B, T, L, integer=integer)
+    paths, scores = viterbi_steps(pot, lengths)
+    for b in range(B):
+        n = int(lengths[b])
+        p1, s1 = viterbi(pot[b : b + 1, :n], lengths[b : b + 1])  # one sequence: blocked scan
+        assert torch.equal(paths[b, :n], p1[0]) and (paths[b, n:] == -1).all()
+        assert torch.allclose(scores[b], s1[0])
+
+
+@SETTINGS
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    D=st.integers(1, 6),
+    T=st.integers(1, 10),
+    L=st.integers(1, 4),
+    integer=st.booleans(),
+)
+def test_packed_kernel_equals_viterbi_one_document_at_a_time(seed, D, T, L, integer):
+    """viterbi_packed on token scores packed by packed_order gives, for every document, the path
+    of the blocked scan on that document's potentials (ties included)."""
+    gen = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, T + 1, (D,), generator=gen)
+    doc_offsets = torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)])
+    N = int(doc_offsets[-1])
+    if integer:
+        node = torch.randint(-1, 2, (N, L), generator=gen).double()
+        edge = torch.randint(-1, 2, (N, L, L), generator=gen).double()
+    else:
+        node = torch.randn(N, L, generator=gen, dtype=torch.float64)
+        edge = torch.randn(N, L, L, generator=gen, dtype=torch.float64)
+    perm, sizes = packed_order(doc_offsets)
+    assert sorted(perm.tolist()) == list(range(N)) and sum(sizes) == N
+    labels = torch.empty(N, dtype=torch.long)
+    labels[perm] = viterbi_packed(node[perm], edge[perm], sizes)
+    for d in range(D):
+        s, e = int(doc_offsets[d]), int(doc_offsets[d + 1])
+        pot = edge[s:e] + node[s:e].unsqueeze(1)  # [n, L, L]
+        pot[0] = node[s].expand(L, L)  # t = 0: the start scores in every row
+        path, _ = viterbi(pot.unsqueeze(0), torch.tensor([e - s]))
+        assert labels[s:e].tolist() == path[0].tolist()
+
+
+def test_packed_order_by_hand():
+    # lengths 2, 3, 1 -> by decreasing length: doc 1 (tokens 2-4), doc 0 (0-1), doc 2 (5)
+    perm, sizes = packed_order(torch.tensor([0, 2, 5, 6]))
+    assert sizes == [3, 2, 1]
+    assert perm.tolist() == [2, 0, 5, 3, 1, 4]
+    with pytest.raises(ValueError, match="batch_sizes sum"):
+        viterbi_packed(torch.zeros(5, 2), torch.zeros(5, 2, 2), sizes)

@@ -21,6 +21,12 @@ sequence's length are padded with the max-plus identity, so alpha stays put ther
 label index, as in a plain loop), and the back-trace composes them by pointer doubling
 (log2(T) gathers).  With integer-valued weights (every perceptron update is +-1) the grouping
 changes no value, so the result is exactly that of the plain loop in ``reference.py``.
+
+The blocked scan serves one sequence (online training).  For many sequences the plain
+recursion wins, run one position at a time for all of them: ``viterbi_steps`` on padded
+potentials of a batch, and ``viterbi_packed`` on the token scores of documents packed
+time-major (``model.batch.packed_order``), which builds no padding at all; ``train.predict``
+decodes with it.  Their steps do not grow with the batch, only the arithmetic of each step does.
 """
 
 from __future__ import annotations
@@ -145,9 +151,94 @@ def backward_scores(potentials: Tensor, lengths: Tensor) -> Tensor:
 
 
 def viterbi(potentials: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
-    """Best paths [B, T] (long, -1 past each length) and their scores [B]."""
+    """Best paths [B, T] (long, -1 past each length) and their scores [B].
+
+    One sequence (online training) goes through the blocked scan, O(sqrt(T)) tensor operations;
+    a batch through ``viterbi_steps``, whose T small steps serve all sequences at once.
+    """
+    if potentials.shape[0] > 1:
+        return viterbi_steps(potentials, lengths)
     alpha = forward_scores(potentials, lengths)  # [B, T, L]
     final = alpha[:, -1]  # == alpha at lengths - 1 (identity padding)
     scores, last = final.max(dim=1)  # [B], [B]
     bp = backpointers(potentials, alpha)
     return backtrace(bp, last, lengths), scores
+
+
+def viterbi_steps(potentials: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+    """``viterbi`` by the textbook recursion, one position at a time for the whole batch.
+
+    The sequences are put in order of decreasing length, so the ones still running at position t
+    are a prefix ``[:k_t]`` of the batch: each step is an add and a max over ``[k_t, L, L]``
+    (no masking), and the back-trace walks back the same way with one gather per position.  For
+    a batch of many documents this is cheaper than the blocked scan, whose extra arithmetic grows
+    with the batch while the number of steps here does not.  Ties go to the smallest label, as
+    in the loop of ``reference.py``; the result equals ``viterbi`` exactly.
+    """
+    B, T, L, _ = potentials.shape
+    device = potentials.device
+    order = torch.argsort(lengths.to(device), descending=True, stable=True)  # [B]
+    pot = potentials[order]  # [B, T, L, L]
+    lens = lengths.to(device)[order]
+    running = [int(k) for k in (lens.view(1, B) > torch.arange(T, device=device).view(T, 1)).sum(1)]
+    alpha = pot[:, 0, 0, :].clone()  # [B, L]
+    bp = torch.empty((B, T, L), dtype=torch.long, device=device)
+    for t in range(1, T):
+        k = running[t]
+        if k == 0:
+            break
+        best, arg = (alpha[:k].unsqueeze(-1) + pot[:k, t]).max(dim=1)  # [k, L]
+        alpha[:k] = best
+        bp[:k, t] = arg
+    scores, last = alpha.max(dim=1)  # [B]
+    paths = torch.full((B, T), -1, dtype=torch.long, device=device)
+    cur = last.clone()  # the label at each sequence's current position
+    for t in range(T - 1, -1, -1):
+        k, k_next = running[t], (running[t + 1] if t + 1 < T else 0)
+        if k == 0:
+            continue
+        if k_next:  # still inside these sequences: follow the pointers back from t + 1
+            cur[:k_next] = bp[:k_next, t + 1].gather(1, cur[:k_next, None]).squeeze(1)
+        paths[:k, t] = cur[:k]  # sequences k_next..k end at t: cur holds their last label
+    inverse = torch.empty_like(order)
+    inverse[order] = torch.arange(B, device=device)
+    return paths[inverse], scores[inverse]
+
+
+def viterbi_packed(node: Tensor, edge: Tensor, batch_sizes: list[int]) -> Tensor:
+    """Best labels of sequences packed time-major, from token scores (no padded potentials).
+
+    node [N, L], edge [N, L, L] (edge[n, i, j]: from label i to j) are the scores of every token
+    of a batch of sequences sorted by decreasing length and packed as a
+    ``torch.nn.utils.rnn.PackedSequence`` packs them: rows ``offsets[t] : offsets[t] + k_t`` hold
+    position t of the k_t = ``batch_sizes[t]`` sequences that reach it.  At t = 0 the node scores
+    alone start a path (no previous label).  Returns the labels [N] in the same packed order.
+
+    The recursion of ``viterbi_steps`` over slices of the packed rows: per position one add,
+    one max and one add over ``[k_t, L, L]``; no padding is built or read, which makes it the
+    fastest way to decode many documents at once.  Ties go to the smallest label.
+    """
+    N, L = node.shape
+    offsets = [0]
+    for k in batch_sizes:
+        offsets.append(offsets[-1] + k)
+    if offsets[-1] != N:
+        raise ValueError(f"batch_sizes sum to {offsets[-1]}, but there are {N} token rows")
+    T = len(batch_sizes)
+    alpha = node[: batch_sizes[0]].clone()  # [B, L]
+    bp = torch.empty((N, L), dtype=torch.long, device=node.device)  # packed back-pointers
+    for t in range(1, T):
+        k, a = batch_sizes[t], offsets[t]
+        best, arg = (alpha[:k].unsqueeze(-1) + edge[a : a + k]).max(dim=1)  # [k, L]
+        alpha[:k] = best + node[a : a + k]
+        bp[a : a + k] = arg
+    cur = alpha.argmax(dim=1)  # [B] the last label of each sequence
+    labels = torch.empty(N, dtype=torch.long, device=node.device)
+    for t in range(T - 1, -1, -1):
+        k, a = batch_sizes[t], offsets[t]
+        k_next = batch_sizes[t + 1] if t + 1 < T else 0
+        if k_next:  # inside these sequences: follow the pointers back from t + 1
+            b = offsets[t + 1]
+            cur[:k_next] = bp[b : b + k_next].gather(1, cur[:k_next, None]).squeeze(1)
+        labels[a : a + k] = cur[:k]  # sequences k_next..k end at t: cur holds their last label
+    return labels

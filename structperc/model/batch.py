@@ -96,3 +96,21 @@ def make_batch(features: FeatureMatrix, docs: list[int] | Tensor) -> FeatureBatc
         flat_positions=doc_of_token * T + pos_in_doc,
         doc_ids=doc_idx,
     )
+
+
+def packed_order(doc_offsets: Tensor) -> tuple[Tensor, list[int]]:
+    """The time-major packing of whole documents (``decode.viterbi.viterbi_packed``).
+
+    doc_offsets [D + 1]: document d owns tokens doc_offsets[d]:doc_offsets[d + 1].  Returns
+    (perm [N], batch_sizes [T]): ``perm[r]`` is the token in packed row r, the documents taken
+    in order of decreasing length (ties by index), and ``batch_sizes[t]`` how many documents
+    have a token at position t.
+    """
+    lengths = doc_offsets[1:] - doc_offsets[:-1]  # [D]
+    order = torch.argsort(lengths, descending=True, stable=True)
+    lens, starts = lengths[order], doc_offsets[:-1][order]
+    T = int(lens[0]) if len(lens) else 0
+    pos = torch.arange(T)
+    grid = starts.view(1, -1) + pos.view(-1, 1)  # [T, D]: token at position t of document r
+    real = pos.view(-1, 1) < lens.view(1, -1)  # [T, D]
+    return grid[real], real.sum(dim=1).tolist()

@@ -46,8 +46,12 @@ class ChainWeights(nn.Module):
 
     def token_scores(self, batch: FeatureBatch) -> tuple[Tensor, Tensor]:
         """Node scores [N, L] and edge scores [N, L, L] of the batch's N tokens."""
+        return self.csr_scores(batch.ids, batch.offsets)
+
+    def csr_scores(self, ids: Tensor, offsets: Tensor) -> tuple[Tensor, Tensor]:
+        """Node [N, L] and edge [N, L, L] scores of N tokens given as CSR rows (ids [nnz],
+        offsets [N + 1])."""
         L = self.num_labels
-        ids, offsets = batch.ids, batch.offsets
         node = F.embedding_bag(ids, self.node.weight, offsets, mode="sum", include_last_offset=True)
         edge = F.embedding_bag(ids, self.edge.weight, offsets, mode="sum", include_last_offset=True)
         return node, edge.view(-1, L, L)
