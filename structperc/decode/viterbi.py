@@ -214,8 +214,8 @@ def viterbi_packed(node: Tensor, edge: Tensor, batch_sizes: list[int]) -> Tensor
     position t of the k_t = ``batch_sizes[t]`` sequences that reach it.  At t = 0 the node scores
     alone start a path (no previous label).  Returns the labels [N] in the same packed order.
 
-    The recursion of ``viterbi_steps`` over slices of the packed rows: per position one add,
-    one max and one add over ``[k_t, L, L]``; no padding is built or read, which makes it the
+    The recursion of ``viterbi_steps`` over slices of the packed rows: per position one add and
+    one max over ``[k_t, L, L]``; no padding is built or read, which makes it the
     fastest way to decode many documents at once.  Ties go to the smallest label.
     """
     N, L = node.shape
@@ -226,11 +226,12 @@ def viterbi_packed(node: Tensor, edge: Tensor, batch_sizes: list[int]) -> Tensor
         raise ValueError(f"batch_sizes sum to {offsets[-1]}, but there are {N} token rows")
     T = len(batch_sizes)
     alpha = node[: batch_sizes[0]].clone()  # [B, L]
+    trans = edge + node.unsqueeze(1)  # [N, L, L]: M_t[i, j] of every packed row
     bp = torch.empty((N, L), dtype=torch.long, device=node.device)  # packed back-pointers
     for t in range(1, T):
         k, a = batch_sizes[t], offsets[t]
-        best, arg = (alpha[:k].unsqueeze(-1) + edge[a : a + k]).max(dim=1)  # [k, L]
-        alpha[:k] = best + node[a : a + k]
+        best, arg = (alpha[:k].unsqueeze(-1) + trans[a : a + k]).max(dim=1)  # [k, L]
+        alpha[:k] = best
         bp[a : a + k] = arg
     cur = alpha.argmax(dim=1)  # [B] the last label of each sequence
     labels = torch.empty(N, dtype=torch.long, device=node.device)
