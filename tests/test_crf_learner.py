@@ -208,7 +208,9 @@ def test_scaled_sgd_equals_the_plain_update():
         eta = opt.lr()
         assert eta == pytest.approx(0.3 / (1 + 0.3 * lam * 2 * step))
         # the learner hands over d l / d v = scale * d l / d w
-        sparse = torch.sparse_coo_tensor(rows[None], grad_w * opt.scale, (6, 3)).coalesce()
+        sparse = torch.sparse_coo_tensor(
+            rows[None], grad_w * opt.scale, (6, 3), check_invariants=True
+        ).coalesce()
         opt.step([sparse], docs=2)
         dense = torch.zeros_like(w)
         dense[rows] = grad_w
