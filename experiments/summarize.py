@@ -5,8 +5,10 @@
     python experiments/summarize.py RUNS... --paper experiments/kazama2007/paper.json \
         --readme experiments/kazama2007/README.md                             # update a README
 
-A README is updated between the markers ``<!-- results:begin -->`` and ``<!-- results:end -->``;
-nothing in the table is typed by hand.
+A README is updated between the markers ``<!-- results:begin -->`` and ``<!-- results:end -->``
+(``--section NAME``: ``<!-- NAME:begin -->`` ... ``<!-- NAME:end -->``, so one README can hold
+several tables); nothing in the table is typed by hand.  ``replace_section`` is shared by the
+other table scripts under ``experiments/``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import json
 import re
 from pathlib import Path
 
-BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+from omegaconf import OmegaConf
 
 
 def find_runs(paths: list[str]) -> list[Path]:
@@ -38,6 +40,20 @@ def overrides(run: Path) -> str:
     return " ".join(keep)
 
 
+def learner_settings(run: Path) -> str:
+    """The learner's class and its C or sigma2, from the run's resolved ``.hydra/config.yaml``.
+
+    Overrides alone can mislead: a run made before a default changed shows no override.
+    """
+    f = run / ".hydra" / "config.yaml"
+    if not f.is_file():
+        return ""
+    learner = OmegaConf.load(f).get("learner") or {}
+    name = str(learner.get("_target_", "")).rsplit(".", 1)[-1]
+    keys = [k for k in ("C", "sigma2", "average") if k in learner]
+    return " ".join([name] + [f"{k}={learner[k]}" for k in keys])
+
+
 def row(run: Path, paper: dict) -> dict:
     r = json.loads((run / "results.json").read_text())
     name = run.name
@@ -45,6 +61,7 @@ def row(run: Path, paper: dict) -> dict:
     return {
         "run": name,
         "overrides": overrides(run),
+        "learner": learner_settings(run),
         "dev": r.get("dev", {}).get("f1"),
         "test": r.get("test", {}).get("f1"),
         "epochs": r.get("epochs"),
@@ -62,13 +79,14 @@ def fmt(x, digits=2) -> str:
 
 def render(rows: list[dict]) -> str:
     has_paper = any(r["paper_dev"] is not None or r["paper_test"] is not None for r in rows)
-    head = ["run", "overrides", "dev F1", "test F1", "epochs", "stopped by", "train s"]
+    head = ["run", "learner", "overrides", "dev F1", "test F1", "epochs", "stopped by", "train s"]
     if has_paper:
         head += ["paper", "paper dev", "paper test"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [
             r["run"],
+            r["learner"],
             f"`{r['overrides']}`" if r["overrides"] else "",
             fmt(r["dev"]),
             fmt(r["test"]),
@@ -89,13 +107,16 @@ def render(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def update_readme(readme: Path, table: str) -> None:
+def replace_section(readme: Path, section: str, table: str) -> None:
+    """Replace the text between ``<!-- section:begin -->`` and ``<!-- section:end -->``."""
+    begin, end = f"<!-- {section}:begin -->", f"<!-- {section}:end -->"
     text = readme.read_text()
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"{readme}: no {BEGIN} ... {END} markers to replace")
+    if begin not in text or end not in text:
+        raise SystemExit(f"{readme}: no {begin} ... {end} markers to replace")
+    body = table if table.endswith("\n") else table + "\n"
     new = re.sub(
-        re.escape(BEGIN) + ".*?" + re.escape(END),
-        lambda _: f"{BEGIN}\n{table}{END}",
+        re.escape(begin) + ".*?" + re.escape(end),
+        lambda _: f"{begin}\n{body}{end}",
         text,
         flags=re.S,
     )
@@ -107,6 +128,7 @@ def main() -> None:
     ap.add_argument("paths", nargs="+", help="run folders or folders containing them")
     ap.add_argument("--paper", help="JSON: run name -> {label, dev, test} of the paper")
     ap.add_argument("--readme", help="README to update between the result markers")
+    ap.add_argument("--section", default="results", help="marker name in the README")
     args = ap.parse_args()
     paper = json.loads(Path(args.paper).read_text()) if args.paper else {}
     runs = find_runs(args.paths)
@@ -114,7 +136,7 @@ def main() -> None:
         raise SystemExit(f"no results.json under {' '.join(args.paths)}")
     table = render([row(r, paper) for r in runs])
     if args.readme:
-        update_readme(Path(args.readme), table)
+        replace_section(Path(args.readme), args.section, table)
     print(table, end="")
 
 

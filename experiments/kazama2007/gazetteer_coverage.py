@@ -1,0 +1,103 @@
+"""How much of each CoNLL-2003 split the gazetteer ``eng.list`` covers, as the features see it.
+
+For every split: the share of gold entities whose exact token string is an entry of the same
+type in the list the document is matched against (training documents: the jackknifed list of
+their fold, or the whole list for ``naive``; dev and test: the whole list), and the share of
+gazetteer matches (greedy longest match, per type, as ``features/gazetteer.py`` tags them) that
+are gold entities of that type.  A feature is only as useful on a split as the model's training
+conditions resemble it; this is the table that says how far they do:
+
+    python experiments/kazama2007/gazetteer_coverage.py --readme experiments/kazama2007/README.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from structperc.data.conll import read_conll
+from structperc.data.tags import spans
+from structperc.features.gazetteer import EntryIndex, jackknife_entries, read_gazetteer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from summarize import replace_section  # noqa: E402
+
+TYPES = ("LOC", "MISC", "ORG", "PER")
+
+
+def coverage(docs, lists) -> dict:
+    """``lists[i]``: type -> entries that document i is matched against."""
+    entities = covered = matches = correct = 0
+    for doc, entries in zip(docs, lists, strict=True):
+        gold = set(spans(doc.tags))
+        for start, end, typ in gold:
+            entities += 1
+            covered += tuple(doc.tokens[start:end]) in entries.get(typ, ())
+        for typ in TYPES:
+            tags = EntryIndex(entries.get(typ, set())).match(doc.tokens)
+            found = {(s, e, typ) for s, e, _ in spans([t if t == "O" else f"{t}-G" for t in tags])}
+            matches += len(found)
+            correct += len(found & gold)
+    return {
+        "entities": entities,
+        "covered": 100.0 * covered / entities,
+        "matches": matches,
+        "match_precision": 100.0 * correct / max(matches, 1),
+    }
+
+
+def measure(data_dir: Path, folds: int) -> list[dict]:
+    splits = {s: read_conll(data_dir / "conll2003" / f"{s}.txt") for s in ("train", "dev", "test")}
+    entries = read_gazetteer(data_dir / "conll2003" / "eng.list")
+    jack = jackknife_entries(splits["train"], entries, folds)
+    train = splits["train"]
+    rows = [
+        {
+            "split": "train",
+            "list": f"jackknife ({folds} folds, the default)",
+            **coverage(train, [jack[i % folds] for i in range(len(train))]),
+        },
+        {"split": "train", "list": "whole list (naive)", **coverage(train, [entries] * len(train))},
+    ]
+    for split in ("dev", "test"):
+        docs = splits[split]
+        rows.append({"split": split, "list": "whole list", **coverage(docs, [entries] * len(docs))})
+    return rows
+
+
+def render(rows: list[dict]) -> str:
+    lines = [
+        "| split | list matched against | gold entities | entities in the list | gazetteer "
+        "matches | matches that are gold entities |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['split']} | {r['list']} | {r['entities']:,} | {r['covered']:.1f}% "
+            f"| {r['matches']:,} | {r['match_precision']:.1f}% |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument(
+        "--data-dir", type=Path, default=Path(os.environ.get("STRUCTPERC_DATA", "../shared/data"))
+    )
+    ap.add_argument("--folds", type=int, default=10, help="jackknife folds (features default)")
+    ap.add_argument("--json", type=Path, default=Path(__file__).parent / "gazetteer_coverage.json")
+    ap.add_argument("--readme", type=Path, help="README to update (section gazetteer)")
+    args = ap.parse_args()
+    rows = measure(args.data_dir, args.folds)
+    args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    table = render(rows)
+    print(table, end="")
+    if args.readme:
+        replace_section(args.readme, "gazetteer", table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""The result tables under experiments/ are generated from run folders: check the generators.
+
+Fake run folders in the shape a Hydra run leaves (``results.json`` + ``.hydra/config.yaml`` +
+``.hydra/overrides.yaml``); no training here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+
+
+@pytest.fixture()
+def scripts():
+    paths = [str(EXPERIMENTS), str(EXPERIMENTS / "kazama2007")]
+    sys.path[:0] = paths
+    try:
+        yield importlib.import_module("summarize"), importlib.import_module("table2")
+    finally:
+        for p in paths:
+            sys.path.remove(p)
+
+
+def make_run(folder: Path, dev: float, test: float, learner: dict, overrides=()) -> Path:
+    (folder / ".hydra").mkdir(parents=True)
+    result = {"dev": {"f1": dev}, "test": {"f1": test}, "epochs": 3, "stopped_by": "max_epochs"}
+    result["train_seconds"] = 12.0
+    (folder / "results.json").write_text(json.dumps(result))
+    cfg = "learner:\n" + "".join(f"  {k}: {v}\n" for k, v in learner.items())
+    (folder / ".hydra" / "config.yaml").write_text(cfg)
+    (folder / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+    return folder
+
+
+MARGIN = {"_target_": "structperc.learn.margin.MarginPerceptron", "C": 500, "average": False}
+
+
+def test_summarize_reads_learner_from_config_not_overrides(scripts, tmp_path):
+    summarize, _ = scripts
+    run = make_run(tmp_path / "sweep" / "a", 90.0, 84.0, MARGIN, ["+experiment=x"])
+    make_run(tmp_path / "sweep" / "b", 91.0, 83.0, {**MARGIN, "C": 1414}, ["learner.C=1414"])
+    runs = summarize.find_runs([str(tmp_path / "sweep")])
+    assert [r.name for r in runs] == ["a", "b"]
+    assert summarize.learner_settings(run) == "MarginPerceptron C=500 average=False"
+    table = summarize.render([summarize.row(r, {}) for r in runs])
+    assert "| a | MarginPerceptron C=500 average=False | `+experiment=x` | 90.00 | 84.00 |" in table
+    assert "Best by dev F1: **b** (dev 91.00, test 83.00)." in table
+
+
+def test_replace_section_keeps_other_sections(scripts, tmp_path):
+    summarize, _ = scripts
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "x\n<!-- a:begin -->\nold\n<!-- a:end -->\n<!-- b:begin -->\nB\n<!-- b:end -->\n"
+    )
+    summarize.replace_section(readme, "a", "new")
+    assert readme.read_text() == (
+        "x\n<!-- a:begin -->\nnew\n<!-- a:end -->\n<!-- b:begin -->\nB\n<!-- b:end -->\n"
+    )
+    with pytest.raises(SystemExit, match="no <!-- c:begin -->"):
+        summarize.replace_section(readme, "c", "t")
+
+
+def test_table2_picks_best_dev_and_lists_the_grid(scripts, tmp_path, monkeypatch):
+    _, table2 = scripts
+    monkeypatch.setattr(table2, "RUNS", tmp_path)
+    for c, dev, test in [(500, 89.0, 85.0), (1414, 90.5, 84.0), (32000, 89.5, 86.0)]:
+        make_run(tmp_path / "margin_sweep" / f"margin_C{c}", dev, test, {**MARGIN, "C": c})
+    monkeypatch.setattr(
+        table2, "TABLE2", [("Margin", ["margin_sweep/*"], "learner.C", 90.98, 85.64, "C = 11313")]
+    )
+    row = table2.table2().splitlines()[2]
+    # the dev choice, not the best test F1; the whole grid; test minus the paper's
+    assert row.startswith("| Margin | C = 1414 | 500, 1414, 32000 | 90.50 | 84.00 | 12 |")
+    assert "| -1.64 | `margin_sweep/margin_C1414` |" in row
+
+
+def test_table2_ablation_differences(scripts, tmp_path, monkeypatch):
+    _, table2 = scripts
+    monkeypatch.setattr(table2, "RUNS", tmp_path)
+    make_run(tmp_path / "full", 91.0, 85.0, MARGIN)
+    make_run(tmp_path / "ablation" / "no_x", 90.5, 85.25, MARGIN)
+    monkeypatch.setattr(
+        table2, "ABLATION", [("all", "full"), ("no x", "ablation/no_x"), ("gone", "none")]
+    )
+    lines = table2.ablation().splitlines()
+    assert lines[2] == "| all | 91.00 | 85.00 | +0.00 | +0.00 | `full` |"
+    assert lines[3] == "| no x | 90.50 | 85.25 | -0.50 | +0.25 | `ablation/no_x` |"
+    assert len(lines) == 4  # a run that does not exist is left out
