@@ -77,7 +77,7 @@ def fmt(x, digits=2) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
-def render(rows: list[dict]) -> str:
+def render(rows: list[dict], best_line: bool = True) -> str:
     has_paper = any(r["paper_dev"] is not None or r["paper_test"] is not None for r in rows)
     head = ["run", "learner", "overrides", "dev F1", "test F1", "epochs", "stopped by", "train s"]
     if has_paper:
@@ -98,7 +98,7 @@ def render(rows: list[dict]) -> str:
             cells += [r["paper_label"], fmt(r["paper_dev"]), fmt(r["paper_test"])]
         lines.append("| " + " | ".join(cells) + " |")
     scored = [r for r in rows if r["dev"] is not None]
-    if len(scored) > 1:
+    if best_line and len(scored) > 1:
         best = max(scored, key=lambda r: r["dev"])
         lines.append("")
         lines.append(
@@ -129,12 +129,13 @@ def main() -> None:
     ap.add_argument("--paper", help="JSON: run name -> {label, dev, test} of the paper")
     ap.add_argument("--readme", help="README to update between the result markers")
     ap.add_argument("--section", default="results", help="marker name in the README")
+    ap.add_argument("--no-best", action="store_true", help="no 'best by dev F1' line")
     args = ap.parse_args()
     paper = json.loads(Path(args.paper).read_text()) if args.paper else {}
     runs = find_runs(args.paths)
     if not runs:
         raise SystemExit(f"no results.json under {' '.join(args.paths)}")
-    table = render([row(r, paper) for r in runs])
+    table = render([row(r, paper) for r in runs], best_line=not args.no_best)
     if args.readme:
         replace_section(Path(args.readme), args.section, table)
     print(table, end="")
