@@ -10,7 +10,8 @@ how much of the dev/test gap is the list's coverage.  **It reads test labels, so
 not a result and is never reported as one**:
 
     python experiments/kazama2007/gazetteer_diagnostic.py --out /tmp/eng.test-covered.list
-    python -m structperc.run +experiment=conll03_local features.gazetteer_path=/tmp/eng.test-covered.list \
+    python -m structperc.run +experiment=conll03_local \
+        features.gazetteer_path=/tmp/eng.test-covered.list \
         hydra.run.dir=experiments/kazama2007/runs/diagnostic/local_averaged_test_covered
 """
 
