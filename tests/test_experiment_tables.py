@@ -93,3 +93,20 @@ def test_table2_ablation_differences(scripts, tmp_path, monkeypatch):
     assert lines[2] == "| all | 91.00 | 85.00 | +0.00 | +0.00 | `full` |"
     assert lines[3] == "| no x | 90.50 | 85.25 | -0.50 | +0.25 | `ablation/no_x` |"
     assert len(lines) == 4  # a run that does not exist is left out
+
+
+def test_table2_seeds_mean_and_difference(scripts, tmp_path, monkeypatch):
+    _, table2 = scripts
+    monkeypatch.setattr(table2, "RUNS", tmp_path)
+    for name, (dev, test) in {
+        "a0": (90, 84),
+        "a1": (91, 85),
+        "b0": (92, 86),
+        "b1": (92, 87),
+    }.items():
+        make_run(tmp_path / name, dev, test, MARGIN)
+    monkeypatch.setattr(table2, "SEEDS", [("A", ["a0", "a1"]), ("B", ["b0", "b1"])])
+    lines = table2.seeds().splitlines()
+    assert lines[2] == "| A | 2 | 90.50 ± 0.71 | 84.50 ± 0.71 | 84.00, 85.00 |"
+    # dev: 92 - 90.5, se = sqrt(0.5 / 2 + 0 / 2) = 0.5; test: 86.5 - 84.5, se = sqrt(0.25 + 0.25)
+    assert lines[-1].endswith("(± standard error): dev +1.50 ± 0.50, test +2.00 ± 0.71.")
