@@ -110,3 +110,24 @@ def test_table2_seeds_mean_and_difference(scripts, tmp_path, monkeypatch):
     assert lines[2] == "| A | 2 | 90.50 ± 0.71 | 84.50 ± 0.71 | 84.00, 85.00 |"
     # dev: 92 - 90.5, se = sqrt(0.5 / 2 + 0 / 2) = 0.5; test: 86.5 - 84.5, se = sqrt(0.25 + 0.25)
     assert lines[-1].endswith("(± standard error): dev +1.50 ± 0.50, test +2.00 ± 0.71.")
+
+
+def test_gazetteer_coverage_counts_entities_and_matches():
+    sys.path.insert(0, str(EXPERIMENTS / "kazama2007"))
+    try:
+        coverage = importlib.import_module("gazetteer_coverage").coverage
+    finally:
+        sys.path.remove(str(EXPERIMENTS / "kazama2007"))
+    from structperc.data.document import Document
+
+    doc = Document(
+        tokens="New York and Acme Corp met York".split(),
+        tags=["B-LOC", "I-LOC", "O", "B-ORG", "I-ORG", "O", "B-PER"],
+    )
+    # New York is listed as LOC (covered, match correct); York is listed as LOC but is a PER
+    # here (a match that is no entity of its type); Acme Corp is not listed
+    out = coverage([doc], [{"LOC": {("New", "York"), ("York",)}}])
+    assert out["entities"] == 3
+    assert out["covered"] == pytest.approx(100 / 3)
+    assert out["matches"] == 2
+    assert out["match_precision"] == pytest.approx(50.0)
