@@ -50,7 +50,7 @@ TABLE2 = [
     ),
     (
         "Proposed (n' = 100)",
-        ["proposed_C*", "proposed_sweep/*"],
+        ["main_job", "proposed_C*", "proposed_sweep/*"],
         "learner.C",
         91.95,
         86.30,
