@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
+import sys
 import time
 from pathlib import Path
 
@@ -26,7 +26,9 @@ from structperc.eval.chunks import evaluate
 from structperc.model.files import load_model
 from structperc.train import predict_documents
 
-BEGIN, END = "<!-- table3:begin -->", "<!-- table3:end -->"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from summarize import replace_section  # noqa: E402
+
 # Kazama & Torisawa (2007) Table 3, the proposed algorithm at C = 5657: n' -> (dev F1, test F1)
 PAPER = {
     20: (91.76, 86.19),
@@ -77,14 +79,6 @@ def render(result: dict) -> str:
     return "\n".join(lines)
 
 
-def update_readme(readme: Path, table: str) -> None:
-    text = readme.read_text()
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"{readme}: no {BEGIN} ... {END} markers to replace")
-    pattern = re.escape(BEGIN) + ".*?" + re.escape(END)
-    readme.write_text(re.sub(pattern, lambda _: f"{BEGIN}\n{table}\n{END}", text, flags=re.S))
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("run", type=Path, help="a run folder with model.json (non-local model)")
@@ -104,7 +98,7 @@ def main() -> None:
     table = render(result)
     print(table)
     if args.readme:
-        update_readme(args.readme, table)
+        replace_section(args.readme, "table3", table)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from summarize import find_runs, replace_section  # noqa: E402
+
 SECTIONS = (
     ("pos_tagging", "POS tagging"),
     ("np_chunking_given_pos", "NP chunking (gold POS)"),
@@ -27,16 +30,6 @@ SECTIONS = (
     ("joint", "Both: joint"),
 )
 ORDER = {"CRF": 0, "VP": 1, "MMVP": 2}
-
-
-def find_runs(paths: list[str]) -> list[Path]:
-    out: list[Path] = []
-    for p in map(Path, paths):
-        if (p / "results.json").is_file():
-            out.append(p)
-        elif p.is_dir():
-            out.extend(sorted(q.parent for q in p.rglob("results.json")))
-    return out
 
 
 def overrides(run: Path) -> str:
@@ -203,14 +196,6 @@ def render_seeds(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def replace_between(text: str, tag: str, body: str) -> str:
-    begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
-    if begin not in text:
-        raise SystemExit(f"no {begin} marker")
-    pattern = re.escape(begin) + ".*?" + re.escape(end)
-    return re.sub(pattern, lambda _: f"{begin}\n{body}{end}", text, flags=re.S)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("paths", nargs="+", help="run folders, or folders holding them")
@@ -229,11 +214,10 @@ def main() -> None:
         seeds = render_seeds(rows + seed_rows)
     if args.readme:
         readme = Path(args.readme)
-        text = replace_between(readme.read_text(), "table7", table)
-        text = replace_between(text, "dp", render_dp(HERE / "dp_timing.json"))
+        replace_section(readme, "table7", table)
+        replace_section(readme, "dp", render_dp(HERE / "dp_timing.json"))
         if seeds:
-            text = replace_between(text, "seeds", seeds)
-        readme.write_text(text)
+            replace_section(readme, "seeds", seeds)
     print(table + seeds, end="")
 
 
