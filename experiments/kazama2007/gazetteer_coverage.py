@@ -28,22 +28,36 @@ from summarize import replace_section  # noqa: E402
 TYPES = ("LOC", "MISC", "ORG", "PER")
 
 
-def coverage(docs, lists) -> dict:
-    """``lists[i]``: type -> entries that document i is matched against."""
-    entities = covered = matches = correct = 0
+def entity_coverage(docs, lists) -> tuple[int, float]:
+    """Gold entities, and the percentage of them that are same-type entries of the document's
+    list; ``lists[i]``: type -> entries that document i is matched against."""
+    entities = covered = 0
     for doc, entries in zip(docs, lists, strict=True):
-        gold = set(spans(doc.tags))
-        for start, end, typ in gold:
+        for start, end, typ in spans(doc.tags):
             entities += 1
             covered += tuple(doc.tokens[start:end]) in entries.get(typ, ())
+    return entities, 100.0 * covered / entities
+
+
+def coverage(docs, lists) -> dict:
+    """``entity_coverage``, and how many gazetteer matches there are and how many of them are
+    gold entities of the match's type."""
+    entities, covered = entity_coverage(docs, lists)
+    indexes: dict[int, dict[str, EntryIndex]] = {}  # one index per distinct list (fold)
+    matches = correct = 0
+    for doc, entries in zip(docs, lists, strict=True):
+        index = indexes.setdefault(
+            id(entries), {typ: EntryIndex(entries.get(typ, set())) for typ in TYPES}
+        )
+        gold = set(spans(doc.tags))
         for typ in TYPES:
-            tags = EntryIndex(entries.get(typ, set())).match(doc.tokens)
+            tags = index[typ].match(doc.tokens)
             found = {(s, e, typ) for s, e, _ in spans([t if t == "O" else f"{t}-G" for t in tags])}
             matches += len(found)
             correct += len(found & gold)
     return {
         "entities": entities,
-        "covered": 100.0 * covered / entities,
+        "covered": covered,
         "matches": matches,
         "match_precision": 100.0 * correct / max(matches, 1),
     }
@@ -52,8 +66,8 @@ def coverage(docs, lists) -> dict:
 def measure(data_dir: Path, folds: int) -> list[dict]:
     splits = {s: read_conll(data_dir / "conll2003" / f"{s}.txt") for s in ("train", "dev", "test")}
     entries = read_gazetteer(data_dir / "conll2003" / "eng.list")
-    jack = jackknife_entries(splits["train"], entries, folds)
     train = splits["train"]
+    jack = jackknife_entries(train, entries, folds)
     rows = [
         {
             "split": "train",
