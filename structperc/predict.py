@@ -18,8 +18,8 @@ from omegaconf import DictConfig
 
 from structperc.data.conll import read_conll, write_conll
 from structperc.eval.chunks import evaluate
-from structperc.model.files import load_model
-from structperc.train import predict, predict_documents
+from structperc.structures.chain import ChainData
+from structperc.tasks.tagging import load_tagger
 
 log = logging.getLogger("structperc.predict")
 
@@ -35,27 +35,21 @@ def tag_file(
     device: str = "cpu",
     score: bool = True,
     n_test: int | None = None,
+    constraints: str | None = None,
 ):
-    """Tag ``input_path`` into ``output_path``; returns the chunk scores when gold tags exist."""
-    weights, features, info = load_model(model_dir)
-    weights.to(device)
+    """Tag ``input_path`` into ``output_path``; returns the chunk scores when gold tags exist.
+
+    A model with non-local features rescores the ``n_test`` best (default: its own n');
+    ``constraints`` (``none``, ``iob2``) defaults to the model's own.
+    """
+    structure, features = load_tagger(model_dir, n=n_test, constraints=constraints)
+    structure.weights.to(device)
     docs = read_conll(input_path, layout=layout, documents=documents)
     t0 = time.perf_counter()
-    mats = features.transform(docs)
-    if "document_features" in info:  # non-local features: rescore the n'-best
-        ids = predict_documents(
-            weights,
-            mats,
-            docs,
-            info["document_features"],
-            n=n_test or info.get("n_test", 100),
-            batch_size=batch_size,
-            device=device,
-            progress=True,
-        )
-    else:
-        ids = predict(weights, mats, batch_size=batch_size, device=device, progress=True)
-    pred = [[weights.labels[i] for i in p] for p in ids]
+    data = ChainData(features.transform(docs), documents=docs)
+    ids = structure.predict(data, batch_size=batch_size, device=device, progress=True)
+    labels = structure.weights.labels
+    pred = [[labels[i] for i in p] for p in ids]
     n_tok = sum(len(d) for d in docs)
     log.info("tagged %d documents, %d tokens in %.1fs", len(docs), n_tok, time.perf_counter() - t0)
     write_conll(output_path, docs, pred)
@@ -76,6 +70,7 @@ def main(cfg: DictConfig) -> None:
         device=cfg.device,
         score=cfg.evaluate,
         n_test=cfg.get("n_test"),
+        constraints=cfg.get("constraints"),
     )
     log.info("wrote %s", cfg.output)
     if scores is not None:

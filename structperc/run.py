@@ -1,7 +1,9 @@
 """Command-line entry: ``python -m structperc.run +experiment=conll03_local [key=value ...]``.
 
-Hydra composes ``conf/config.yaml`` with the chosen experiment and overrides; this module turns
-the config into plain objects and calls ``experiment.run_experiment``.  It returns the dev F1, so
+Hydra composes ``conf/config.yaml`` with the chosen experiment and overrides; this module is the
+only one below the entry points that reads the config: it turns it into plain objects and calls
+the task driver that the ``task`` group names (``structperc/tasks``: tagging, joint, cascade).  It
+returns the run's headline metric (dev F1 for tagging, test NP F1 for the joint tasks), so
 sweepers (``-m learner.C=...``) can optimise it.  ``--help`` lists the config groups and keys.
 """
 
@@ -17,20 +19,15 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from structperc.data.loading import load_corpus, resolve_data_dir
-from structperc.experiment import feature_cache_key, run_experiment
+from structperc.features.cache import feature_cache_key
+from structperc.tasks.cascade import run_cascade
+from structperc.tasks.joint import run_joint
+from structperc.tasks.tagging import run_tagging
 from structperc.train import FitSettings
 
 log = logging.getLogger("structperc")
 
-
-def build_features(cfg: DictConfig, data_dir: Path | None):
-    """Instantiate the feature pipeline, resolving a relative gazetteer path against the data."""
-    fcfg = OmegaConf.to_container(cfg.features, resolve=True)
-    gaz = fcfg.get("gazetteer_path")
-    if gaz and fcfg.get("gazetteer") != "none" and not Path(gaz).is_absolute() and data_dir:
-        if not Path(gaz).is_file():
-            fcfg["gazetteer_path"] = str(data_dir / gaz)
-    return instantiate(fcfg), fcfg
+TASKS = ("tagging", "joint", "cascade")
 
 
 def fit_settings(cfg: DictConfig) -> FitSettings:
@@ -48,25 +45,55 @@ def fit_settings(cfg: DictConfig) -> FitSettings:
     )
 
 
-def main_from_config(cfg: DictConfig, out_dir: Path) -> float:
-    if cfg.get("task", "tagging") != "tagging":  # joint / cascade: Shimizu & Haas (2006)
-        from structperc.joint.entry import main_from_config as joint_main
+def flat_hparams(cfg: DictConfig) -> dict:
+    """The run's settings as a flat dict of scalars (TensorBoard's HPARAMS tab, results.json)."""
+    flat: dict = {"task": cfg.task.name}
+    for group in ("learner", "trainer", "features", "decoder", "task"):
+        if cfg.get(group) is None:
+            continue
+        for k, v in OmegaConf.to_container(cfg[group], resolve=True).items():
+            if k != "_target_":
+                flat[f"{group}.{k}"] = v if isinstance(v, int | float | str | bool) else str(v)
+        if "_target_" in cfg[group]:
+            flat[group] = cfg[group]._target_.rsplit(".", 1)[-1]
+    flat["seed"] = cfg.seed
+    flat["data.max_docs"] = str(cfg.data.max_docs)
+    flat["data.train_docs"] = str(cfg.data.get("train_docs"))
+    return flat
 
-        return joint_main(cfg, out_dir)
-    if cfg.get("threads"):
-        torch.set_num_threads(int(cfg.threads))
-    data_dir = resolve_data_dir(cfg.data.dir)
-    corpus = load_corpus(cfg.data.name, cfg.data.dir, max_docs=cfg.data.max_docs)
-    features, fcfg = build_features(cfg, data_dir)
-    learner = instantiate(cfg.learner)
+
+def load_data(cfg: DictConfig, data_dir: Path | None) -> dict:
+    """The corpus's splits; train cut to ``data.train_docs`` documents when set."""
+    corpus = load_corpus(cfg.data.name, data_dir or cfg.data.dir, max_docs=cfg.data.max_docs)
+    n = cfg.data.get("train_docs")
+    if n is not None:
+        corpus["train"] = corpus["train"][: int(n)]
+    return corpus
+
+
+def local_features(cfg: DictConfig, data_dir: Path | None):
+    """Instantiate the feature pipeline, a relative gazetteer path taken from the data folder;
+    returns (features, the settings as a dict)."""
+    fcfg = OmegaConf.to_container(cfg.features, resolve=True)
+    gaz = fcfg.get("gazetteer_path")
+    if gaz and fcfg.get("gazetteer") != "none" and not Path(gaz).is_absolute() and data_dir:
+        if not Path(gaz).is_file():
+            fcfg["gazetteer_path"] = str(data_dir / gaz)
+    return instantiate(fcfg), fcfg
+
+
+def tagging(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
+    corpus = load_data(cfg, data_dir)
+    features, fcfg = local_features(cfg, data_dir)
     files = [data_dir / cfg.data.name / f"{s}.txt" for s in corpus] if data_dir else []
     if fcfg.get("gazetteer") != "none" and fcfg.get("gazetteer_path"):
         files.append(Path(fcfg["gazetteer_path"]))
     t = cfg.trainer
-    results = run_experiment(
+    doc_features = cfg.get("document_features")
+    results = run_tagging(
         corpus=corpus,
         features=features,
-        learner=learner,
+        learner=instantiate(cfg.learner),
         out_dir=out_dir,
         cache_dir=cfg.cache_dir,
         cache_key=feature_cache_key(fcfg, files, cfg.data.max_docs),
@@ -75,27 +102,68 @@ def main_from_config(cfg: DictConfig, out_dir: Path) -> float:
         batch_size=t.batch_size,
         save=cfg.save_model,
         write_predictions=cfg.write_predictions,
-        hparams=_flat_hparams(cfg),
+        hparams=flat_hparams(cfg),
         checkpoint=t.checkpoint,
         resume=t.resume,
-        doc_features=instantiate(cfg.document_features) if cfg.get("document_features") else None,
+        doc_features=instantiate(doc_features) if doc_features else None,
         n_test=cfg.decoder.n_test,
+        constraints=cfg.decoder.constraints,
     )
-    log.info("results in %s", out_dir / "results.json")
     return float(results.get("dev", results.get("test", {})).get("f1", 0.0))
 
 
-def _flat_hparams(cfg: DictConfig) -> dict:
-    flat = {}
-    for group in ("learner", "trainer", "features"):
-        for k, v in OmegaConf.to_container(cfg[group], resolve=True).items():
-            if k != "_target_":
-                flat[f"{group}.{k}"] = v if isinstance(v, (int, float, str, bool)) else str(v)
-        if "_target_" in cfg[group]:
-            flat[group] = cfg[group]._target_.rsplit(".", 1)[-1]
-    flat["seed"] = cfg.seed
-    flat["data.max_docs"] = str(cfg.data.max_docs)
-    return flat
+def joint(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
+    corpus = _joint_corpus(cfg, data_dir)
+    t = cfg.trainer
+    results = run_joint(
+        corpus=corpus,
+        features=instantiate(cfg.features),
+        learner=instantiate(cfg.learner),
+        out_dir=out_dir,
+        settings=fit_settings(cfg),
+        eval_every=t.eval_every,
+        batch_size=t.batch_size,
+        backoff_epochs=int(cfg.task.backoff_epochs),
+        maximal_outside=bool(cfg.task.maximal_outside),
+        write_test_predictions=cfg.write_predictions,
+        hparams=flat_hparams(cfg),
+        checkpoint=t.checkpoint,
+        resume=t.resume,
+    )
+    return float(results["test"]["np_f1"])
+
+
+def cascade(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
+    results = run_cascade(
+        corpus=_joint_corpus(cfg, data_dir),
+        learner=instantiate(cfg.learner),
+        out_dir=out_dir,
+        settings=fit_settings(cfg),
+        min_count=int(cfg.features.get("min_count", 1)),
+        batch_size=cfg.trainer.batch_size,
+        write_test_predictions=cfg.write_predictions,
+        hparams=flat_hparams(cfg),
+    )
+    return float(results["test"]["np_f1"])
+
+
+def _joint_corpus(cfg: DictConfig, data_dir: Path | None) -> dict:
+    corpus = load_data(cfg, data_dir)
+    if "test" not in corpus:
+        raise ValueError(f"{cfg.data.name} has no test split; the {cfg.task.name} task tests on it")
+    return corpus
+
+
+def main_from_config(cfg: DictConfig, out_dir: Path) -> float:
+    """Run the task ``cfg.task.name`` into ``out_dir``; returns its headline metric."""
+    name = cfg.task.name
+    if name not in TASKS:
+        raise ValueError(f"task.name must be one of {TASKS}, got {name!r} (conf/task/)")
+    if cfg.get("threads"):
+        torch.set_num_threads(int(cfg.threads))
+    data_dir = resolve_data_dir(cfg.data.dir)
+    driver = {"tagging": tagging, "joint": joint, "cascade": cascade}[name]
+    return driver(cfg, out_dir, data_dir)
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -1,30 +1,38 @@
-"""Training and prediction loops, as plain functions (no config objects below ``run.py``).
+"""The training loop, as a plain function over a structure (no config objects below ``run.py``).
 
-``fit`` runs online learners over documents, one document per step, shuffled per epoch with a
-seeded generator, until Kazama & Torisawa's (2007) convergence rule holds — the relative change of
-the per-word training error stays below ``tol`` for ``patience`` epochs in a row — or
-``max_epochs`` is reached; the result says which stopped it.  The epoch loop itself
-(``run_epochs``) knows nothing of chains: the joint model's ``fit_joint`` runs through it too.
+``fit`` trains any learner on any structure (``structperc.structures``):
+
+1. it checks that the structure offers what the learner requires (``check_capabilities``);
+2. it resumes from a per-epoch ``Checkpoint`` when asked, else runs the learner's BPM
+   initialisation when it declares one (Kazama & Torisawa 2007, after Herbrich & Graepel 2000:
+   ``bpm_runs`` single epochs from zero weights, each over a differently shuffled order,
+   averaged, as the starting point);
+3. an online learner then makes one ``step`` per instance (a document or a sentence), in an
+   order shuffled per epoch with a seeded generator, until Kazama & Torisawa's convergence rule
+   holds — the relative change of the per-word training error stays below ``tol`` for
+   ``patience`` epochs in a row — or ``max_epochs`` is reached; the result says which stopped
+   it.  A learner that optimises the whole set at once (``online = False``: the CRF's L-BFGS)
+   runs its own ``fit`` instead.
+
+Decoding a data set is the structure's ``predict``.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from functools import partial
+from dataclasses import asdict, dataclass, field, replace
 
 import torch
 from tqdm.auto import tqdm
 
-from structperc.decode.nbest import nbest_batched
-from structperc.decode.viterbi import viterbi, viterbi_packed
-from structperc.features.extract import FeatureMatrix
-from structperc.learn.base import StepStats
-from structperc.learn.proposed import rescore_argmax
-from structperc.model.batch import make_batch, packed_order
+from structperc.checkpoint import Checkpoint
+from structperc.learn.base import Learner, StepStats
 from structperc.model.updates import Updater
-from structperc.model.weights import ChainWeights
+from structperc.structures.base import check_capabilities
+
+log = logging.getLogger(__name__)
 
 
 class Convergence:
@@ -70,20 +78,36 @@ class EpochLog:
 
 @dataclass
 class FitResult:
+    """How training went.
+
+    epochs:       the last epoch trained.
+    stopped_by:   "converged", "max_epochs" (or the CRF's "no_progress", "interrupted").
+    seconds:      this process's training time (BPM excluded).
+    history:      every epoch's log, those before a resume included.
+    bpm_seconds:  time of the BPM initialisation (0 without one).
+    resumed_from: the epoch a resumed run started after (None: not resumed).
+    previous_seconds: training time of the epochs before the resume.
+    """
+
     epochs: int
-    stopped_by: str  # "converged" or "max_epochs"
+    stopped_by: str
     seconds: float
     history: list[EpochLog]
+    bpm_seconds: float = 0.0
+    resumed_from: int | None = None
+    previous_seconds: float = 0.0
+
+    @property
+    def train_seconds(self) -> float:
+        """Training time over all processes (the epochs before a resume included)."""
+        return self.seconds + self.previous_seconds
 
 
 @dataclass(frozen=True)
 class FitSettings:
     """What a run's configuration tells a training loop: at most ``max_epochs`` epochs, the
     convergence rule (``tol``, ``patience``), the order of the training data (``shuffle``,
-    ``seed``), where the tables live (``device``) and whether to show progress bars.
-
-    As a dict (``dataclasses.asdict``) they are keyword arguments of ``fit`` and of a batch
-    learner's ``fit_batch`` (``fit_learner`` passes them on)."""
+    ``seed``), where the tables live (``device``) and whether to show progress bars."""
 
     max_epochs: int = 50
     tol: float = 1e-4
@@ -94,107 +118,165 @@ class FitSettings:
     progress: bool = True
 
 
-def doc_labels(labels: torch.Tensor, features: FeatureMatrix, d: int) -> torch.Tensor:
-    """The gold label ids [T] of document d (``labels`` is [N] over all tokens)."""
-    return labels[int(features.doc_offsets[d]) : int(features.doc_offsets[d + 1])]
-
-
 def fit(
-    learner,
+    learner: Learner,
+    structure,
     updater: Updater,
-    features: FeatureMatrix,
-    labels: torch.Tensor,
+    data,
+    settings: FitSettings = FitSettings(),
     *,
-    max_epochs: int = 50,
-    tol: float = 1e-4,
-    patience: int = 3,
-    shuffle: bool = True,
-    seed: int = 0,
-    device: str | torch.device = "cpu",
     on_epoch: Callable[[EpochLog], None] | None = None,
-    progress: bool = True,
-    start_epoch: int = 0,
-    convergence: Convergence | None = None,
+    on_epoch_start: Callable[[int], dict] | None = None,
+    checkpoint: Checkpoint | None = None,
+    resume: bool = False,
 ) -> FitResult:
-    """Train ``learner`` online on every document of ``features`` (gold ``labels`` [N])."""
-    settings = FitSettings(max_epochs, tol, patience, shuffle, seed, device, progress)
+    """Train ``learner`` on every instance of ``data`` through ``structure``, in place.
 
-    def train_document(epoch: int, d: int) -> StepStats:
-        batch = make_batch(features, [d]).to(device)
-        gold = doc_labels(labels, features, d).to(device)
-        stats = learner.step(updater, batch, gold)
-        updater.tick()
-        return stats
+    Args:
+        learner: an update rule (``structperc.learn``) or the CRF.
+        structure: its model of labelings (``structperc.structures``); ``updater.weights`` are
+            the structure's tables.
+        data: the training set in the structure's form (``ChainData``, ``PartData``).
+        settings: epochs, stopping rule, order, device, progress bars.
+        on_epoch: called with each epoch's log (after the convergence rule has seen its error);
+            it may add to the log's ``extra`` (e.g. the dev F1), which the checkpoint keeps.
+        on_epoch_start: called with the epoch number before each epoch; what it returns is added
+            to the epoch's ``extra`` (the joint task's back-off schedule).
+        checkpoint: save the weights, averaging sums, convergence state and history after every
+            epoch of an online learner.
+        resume: continue from ``checkpoint`` when it holds one (same seed: the same orders).
+    """
+    check_capabilities(learner, structure)
+    convergence = Convergence(settings.tol, settings.patience)
+    start_epoch, past = 0, []
+    if resume and checkpoint is not None and checkpoint.exists():
+        start_epoch, state, logs = checkpoint.load(updater)
+        convergence.load_state(state)
+        past = [EpochLog(**h) for h in logs]
+        log.info("resumed from %s after epoch %d", checkpoint.directory, start_epoch)
+    elif resume:
+        where = checkpoint.directory if checkpoint is not None else "(no checkpoint folder)"
+        log.warning("trainer.resume=true but no checkpoint in %s: starting afresh", where)
+    bpm_seconds = 0.0
+    if learner.bpm_runs and start_epoch == 0:
+        t0 = time.perf_counter()
+        bpm_initialize(learner, structure, updater, data, settings, on_epoch_start)
+        bpm_seconds = time.perf_counter() - t0
+    history = list(past)
 
-    return run_epochs(
-        features.num_docs,
-        train_document,
-        settings,
-        on_epoch=on_epoch,
-        start_epoch=start_epoch,
-        convergence=convergence,
-    )
+    def after_epoch(ep: EpochLog) -> None:
+        if on_epoch is not None:
+            on_epoch(ep)
+        history.append(ep)
+        if checkpoint is not None and learner.online:
+            checkpoint.save(updater, convergence.state(), [asdict(h) for h in history])
 
-
-def fit_learner(
-    learner, updater: Updater, features, labels, settings: FitSettings, **hooks
-) -> FitResult:
-    """``fit`` with ``learner``, or the learner's own loop where it has one (``fit_batch``: the
-    CRF's L-BFGS or SGD, ``structperc/crf/learner.py``).  ``hooks``: ``fit``'s ``on_epoch``,
-    ``start_epoch``, ``convergence``."""
-    train = learner.fit_batch if hasattr(learner, "fit_batch") else partial(fit, learner)
-    return train(updater, features, labels, **asdict(settings), **hooks)
+    if learner.online:
+        result = run_epochs(
+            learner,
+            structure,
+            updater,
+            data,
+            settings,
+            on_epoch=after_epoch,
+            on_epoch_start=on_epoch_start,
+            start_epoch=start_epoch,
+            convergence=convergence,
+        )
+    else:
+        result = learner.fit(structure, updater, data, settings, on_epoch=after_epoch)
+    result.history = history
+    result.bpm_seconds = bpm_seconds
+    result.resumed_from = start_epoch if resume else None
+    result.previous_seconds = sum(h.seconds for h in past)
+    return result
 
 
 def run_epochs(
-    num_items: int,
-    train_item: Callable[[int, int], StepStats],
+    learner: Learner,
+    structure,
+    updater: Updater,
+    data,
     settings: FitSettings,
     *,
-    unit: str = "doc",
-    epoch_extra: Callable[[int, StepStats], dict] | None = None,
     on_epoch: Callable[[EpochLog], None] | None = None,
+    on_epoch_start: Callable[[int], dict] | None = None,
     start_epoch: int = 0,
     convergence: Convergence | None = None,
 ) -> FitResult:
     """The epoch loop of online training: epochs ``start_epoch + 1 ... settings.max_epochs``,
-    each calling ``train_item(epoch, i)`` on the items 0 ... ``num_items - 1`` (documents,
-    sentences) in ``epoch_order`` and summing the ``StepStats`` it returns, until
-    ``convergence`` (default: a fresh ``Convergence(settings.tol, settings.patience)``) holds.
+    each calling ``learner.step`` on the instances of ``data`` in ``epoch_order`` and summing
+    the ``StepStats`` it returns, until ``convergence`` (default: a fresh
+    ``Convergence(settings.tol, settings.patience)``) holds.
 
-    An epoch's ``EpochLog.extra`` is ``epoch_extra(epoch, stats)``, by default the learner's
-    summed extra counts.  ``on_epoch`` gets each epoch's log (after the convergence rule has
-    seen its error) and may add to its ``extra``.
+    An epoch's ``EpochLog.extra`` is the learner's summed extra counts, then what
+    ``on_epoch_start`` returned.  Each instance's batch is built once and kept.
     """
     convergence = convergence or Convergence(settings.tol, settings.patience)
     history: list[EpochLog] = []
+    instances: dict[int, tuple] = {}
     stopped_by = "max_epochs"
     t_start = time.perf_counter()
     epoch = start_epoch
+    unit = data.unit
     for epoch in range(start_epoch + 1, settings.max_epochs + 1):
-        order = epoch_order(num_items, settings.shuffle, settings.seed, epoch)
+        extra = on_epoch_start(epoch) if on_epoch_start is not None else {}
+        order = epoch_order(len(data), settings.shuffle, settings.seed, epoch)
         stats = StepStats()
         t0 = time.perf_counter()
         disable = not settings.progress
         for i in tqdm(order, desc=f"epoch {epoch}", unit=unit, disable=disable, leave=False):
-            stats += train_item(epoch, i)
-        log = EpochLog(
+            if i not in instances:
+                instances[i] = structure.instance(data, i, settings.device)
+            batch, gold = instances[i]
+            stats += learner.step(structure, updater, batch, gold)
+            updater.tick()
+        ep = EpochLog(
             epoch=epoch,
             word_error=stats.errors / max(stats.tokens, 1),
             errors=stats.errors,
             tokens=stats.tokens,
             updates=stats.updates,
             seconds=time.perf_counter() - t0,
-            extra=dict(stats.extra) if epoch_extra is None else epoch_extra(epoch, stats),
+            extra={**stats.extra, **extra},
         )
-        history.append(log)
-        done = convergence.update(log.word_error)
+        history.append(ep)
+        done = convergence.update(ep.word_error)
         if on_epoch is not None:
-            on_epoch(log)
+            on_epoch(ep)
         if done:
             stopped_by = "converged"
             break
     return FitResult(epoch, stopped_by, time.perf_counter() - t_start, history)
+
+
+def bpm_initialize(
+    learner: Learner,
+    structure,
+    updater: Updater,
+    data,
+    settings: FitSettings,
+    on_epoch_start: Callable[[int], dict] | None = None,
+) -> None:
+    """Kazama & Torisawa's BPM initialisation: average ``learner.bpm_runs`` single epochs from
+    zero, each over a differently shuffled order (seeds ``seed * 1000 + k``, k = 1, 2, ...),
+    without averaging inside a run, and leave that average in ``updater.weights``."""
+    weights = updater.weights
+    tables = weights.tables()
+    total = {n: torch.zeros_like(t) for n, t in tables.items()}
+    runs = learner.bpm_runs
+    for k in range(runs):
+        with torch.no_grad():
+            for t in tables.values():
+                t.zero_()
+        one = replace(settings, max_epochs=1, shuffle=True, seed=settings.seed * 1000 + k + 1)
+        run_epochs(learner, structure, Updater(weights), data, one, on_epoch_start=on_epoch_start)
+        for n, t in tables.items():
+            total[n] += t
+        log.info("BPM run %d/%d done", k + 1, runs)
+    with torch.no_grad():
+        for n, t in tables.items():
+            t.copy_(total[n] / runs)
 
 
 def epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> list[int]:
@@ -204,88 +286,3 @@ def epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> list[int]:
         return list(range(n))
     gen = torch.Generator().manual_seed(seed * 100_003 + epoch)
     return torch.randperm(n, generator=gen).tolist()
-
-
-@torch.no_grad()
-def predict(
-    weights: ChainWeights,
-    features: FeatureMatrix,
-    *,
-    batch_size: int = 256,
-    device: str | torch.device = "cpu",
-    progress: bool = False,
-) -> list[list[int]]:
-    """Viterbi label ids of every document.
-
-    ``batch_size`` documents at a time (consecutive ones, so their CSR rows are one slice) are
-    scored in one lookup and decoded together by ``viterbi_packed``: sorted by length and packed
-    time-major, without padding.  ``batch_size=1`` decodes each document alone with the blocked
-    scan instead.  Memory: ~100 floats per token of a batch.
-    """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    out: list[list[int]] = [[] for _ in range(features.num_docs)]
-    if batch_size == 1:
-        for docs, batch in _length_batches(features, 1, device, progress):
-            paths, _ = viterbi(weights.potentials(batch), batch.lengths)  # [1, T]
-            out[docs[0]] = paths[0].tolist()
-        return out
-    doc_offsets = features.doc_offsets
-    starts = range(0, features.num_docs, batch_size)
-    for d0 in tqdm(starts, desc="decode", unit="batch", disable=not progress, leave=False):
-        d1 = min(d0 + batch_size, features.num_docs)
-        s, e = int(doc_offsets[d0]), int(doc_offsets[d1])
-        lo, hi = int(features.offsets[s]), int(features.offsets[e])
-        node, edge = weights.csr_scores(
-            features.ids[lo:hi].to(device), (features.offsets[s : e + 1] - lo).to(device)
-        )  # [N, L], [N, L, L]
-        perm, sizes = packed_order(doc_offsets[d0 : d1 + 1] - s)  # [N], [T]
-        perm = perm.to(device)
-        labels = torch.empty(e - s, dtype=torch.long, device=device)
-        labels[perm] = viterbi_packed(node[perm], edge[perm], sizes)
-        flat = labels.tolist()
-        for d in range(d0, d1):
-            out[d] = flat[int(doc_offsets[d]) - s : int(doc_offsets[d + 1]) - s]
-    return out
-
-
-def length_sorted_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
-    """Document indices in batches of ``batch_size``, shortest documents first, so that
-    documents of similar length share a batch (little padding)."""
-    order = sorted(range(len(lengths)), key=lambda d: lengths[d])
-    return [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
-
-
-def _length_batches(features: FeatureMatrix, batch_size: int, device, progress: bool):
-    """Yield (document indices, FeatureBatch) for batches of documents of similar length."""
-    lengths = (features.doc_offsets[1:] - features.doc_offsets[:-1]).tolist()
-    batches = length_sorted_batches(lengths, batch_size)
-    for docs in tqdm(batches, desc="decode", unit="batch", disable=not progress, leave=False):
-        yield docs, make_batch(features, docs).to(device)
-
-
-@torch.no_grad()
-def predict_documents(
-    weights,
-    features: FeatureMatrix,
-    documents: list,
-    doc_features,
-    *,
-    n: int = 100,
-    batch_size: int = 16,
-    device: str | torch.device = "cpu",
-    progress: bool = False,
-) -> list[list[int]]:
-    """Kazama & Torisawa's prediction with non-local features: the argmax of Φ^a·α over the
-    n-best labelings of Φ^l·α.  The n-best lists are decoded in batches of documents of similar
-    length (``nbest_batched`` bounds the memory); the rescoring is per document."""
-    out: list[list[int]] = [[] for _ in range(features.num_docs)]
-    for docs, batch in _length_batches(features, batch_size, device, progress):
-        paths, local = nbest_batched(weights.potentials(batch), batch.lengths, n)  # [B, n, T]
-        for b, d in enumerate(docs):
-            valid = torch.isfinite(local[b])
-            cands = paths[b, valid, : int(batch.lengths[b])]  # [m, T_d]
-            ids, offsets = doc_features.vectorize(documents[d], cands)
-            best = rescore_argmax(cands, local[b, valid], weights.global_scores(ids, offsets))
-            out[d] = best.tolist()
-    return out

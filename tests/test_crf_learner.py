@@ -16,13 +16,16 @@ import torch.nn.functional as F
 
 from structperc.crf.adapter import path_scores
 from structperc.crf.lbfgs import LBFGS
-from structperc.crf.learner import CRF, full_objective, length_buckets, make_buckets
-from structperc.crf.lookup import TransposedIndex, chain_potentials, lookup
+from structperc.crf.learner import CRF
+from structperc.crf.lookup import TransposedIndex, lookup
+from structperc.crf.objective import full_objective, length_buckets, make_buckets
 from structperc.crf.sgd import ScaledSGD
 from structperc.features.extract import FeatureMatrix
 from structperc.model.batch import make_batch
 from structperc.model.updates import Updater
-from structperc.model.weights import ChainWeights
+from structperc.model.weights import ChainWeights, chain_potentials
+from structperc.structures.chain import ChainData, ChainStructure
+from structperc.train import FitSettings, fit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -116,12 +119,22 @@ def test_lookup_matches_embedding_bag_forward_and_backward(covers_all):
     torch.testing.assert_close(got, ref_table.grad)
 
 
-def test_chain_potentials_equal_chain_weights_potentials():
+def test_chain_potentials_equal_a_loop_over_tokens():
     features, _, labels = toy_problem(3, docs=5)
     weights = random_weights(12, labels)
-    batch = make_batch(features, [0, 2, 3, 4])
-    node, edge = weights.token_scores(batch)
-    torch.testing.assert_close(chain_potentials(node, edge, batch), weights.potentials(batch))
+    docs = [0, 2, 3, 4]
+    batch = make_batch(features, docs)
+    node, edge = weights.token_scores(batch)  # [N, L], [N, L, L]
+    L = len(labels)
+    expected = torch.zeros(len(docs), batch.max_length, L, L, dtype=node.dtype)
+    for b in range(len(docs)):
+        first = int(batch.first_token[b])
+        for t in range(int(batch.lengths[b])):
+            for i in range(L):
+                expected[b, t, i] = node[first + t] + (edge[first + t, i] if t else 0)
+    got = chain_potentials(node, edge, batch)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(weights.potentials(batch), expected)
 
 
 def test_length_buckets_respect_the_budget_and_cover_every_document():
@@ -229,18 +242,18 @@ def test_scaled_sgd_rejects_a_learning_rate_that_flips_the_sign():
 
 
 # ---------------------------------------------------------------------------------------------
-# fit_batch
+# fit (CRF.fit through train.fit)
 # ---------------------------------------------------------------------------------------------
 def _fit(learner, seed=7, max_epochs=None):
     features, labels, names = toy_problem(seed, docs=12, F_=8, L=3, learnable=True)
     weights = ChainWeights(8, names)
     logs = []
-    result = learner.fit_batch(
+    result = fit(
+        learner,
+        ChainStructure(weights),
         Updater(weights),
-        features,
-        labels,
-        max_epochs=max_epochs,
-        progress=False,
+        ChainData(features, labels),
+        FitSettings(max_epochs=max_epochs, progress=False),
         on_epoch=logs.append,
     )
     return weights, features, labels, result, logs
@@ -293,13 +306,13 @@ def test_bad_settings_are_clear_errors(kwargs, message):
         _fit(CRF(**kwargs), max_epochs=1)
 
 
-def test_only_the_crf_learner_calls_backward():
+def test_only_the_crf_objective_and_sgd_call_backward():
     callers = [
         p.relative_to(ROOT).as_posix()
         for p in sorted((ROOT / "structperc").rglob("*.py"))
         if ".backward(" in p.read_text()
     ]
-    assert callers == ["structperc/crf/learner.py"]
+    assert callers == ["structperc/crf/objective.py", "structperc/crf/sgd.py"]
 
 
 def test_objective_is_finite_for_large_weights():
@@ -316,12 +329,13 @@ def test_sigusr1_stops_after_the_current_iteration():
         if ep.epoch == 2:
             os.kill(os.getpid(), signal.SIGUSR1)
 
-    result = CRF(tol=0.0).fit_batch(
-        Updater(ChainWeights(8, names)),
-        features,
-        labels,
-        max_epochs=10,
-        progress=False,
+    weights = ChainWeights(8, names)
+    result = fit(
+        CRF(tol=0.0),
+        ChainStructure(weights),
+        Updater(weights),
+        ChainData(features, labels),
+        FitSettings(max_epochs=10, progress=False),
         on_epoch=on_epoch,
     )
     assert (result.epochs, result.stopped_by) == (2, "interrupted")

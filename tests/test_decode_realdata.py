@@ -17,7 +17,8 @@ from structperc.learn.perceptron import Perceptron
 from structperc.model.batch import make_batch
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
-from structperc.train import fit, predict
+from structperc.structures.chain import ChainData, ChainStructure
+from structperc.train import FitSettings, fit
 
 
 @pytest.fixture(scope="module")
@@ -32,11 +33,10 @@ def trained(data_dir):
     updater = Updater(weights, average=True)
     fit(
         Perceptron(average=True),
+        ChainStructure(weights),
         updater,
-        features.transform(train, training=True),
-        y,
-        max_epochs=2,
-        progress=False,
+        ChainData(features.transform(train, training=True), y),
+        FitSettings(max_epochs=2, progress=False),
     )
     updater.finalize()
     return weights, features.transform(dev)
@@ -45,10 +45,11 @@ def trained(data_dir):
 @pytest.mark.realdata
 def test_batched_prediction_equals_one_document_at_a_time(trained):
     weights, dev = trained
-    singles = predict(weights, dev, batch_size=1)  # the blocked scan, document by document
+    chain = ChainStructure(weights)
+    singles = chain.predict(ChainData(dev), batch_size=1)  # the blocked scan, document by document
     assert max(len(p) for p in singles) > 200  # long documents are in the sample
     for batch_size in (2, 7, 256):  # packed time-major decoding
-        assert predict(weights, dev, batch_size=batch_size) == singles
+        assert chain.predict(ChainData(dev), batch_size=batch_size) == singles
 
 
 @pytest.mark.realdata

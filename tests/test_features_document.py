@@ -17,18 +17,18 @@ import torch.nn.functional as F
 
 from structperc.data.document import Document
 from structperc.data.tags import spans
-from structperc.features.document import (
-    FAMILIES,
-    NonLocalFeatures,
-    conjunction_consistency,
-    document_features,
+from structperc.features.document import NonLocalFeatures
+from structperc.features.non_local.codes import reachable_codes
+from structperc.features.non_local.conjunction import conjunction_consistency
+from structperc.features.non_local.majority import (
     entity_majority,
-    phrase_consistency,
-    reachable_codes,
-    subphrase_consistency,
     superentity_majority,
     token_majority,
 )
+from structperc.features.non_local.notation import FAMILIES
+from structperc.features.non_local.phrase import phrase_consistency
+from structperc.features.non_local.reference import document_features
+from structperc.features.non_local.subphrase import subphrase_consistency
 
 LABELS = ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER"]
 

@@ -10,6 +10,7 @@ from structperc.learn.margin import MarginPerceptron
 from structperc.model.batch import make_batch
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
+from structperc.structures.chain import ChainStructure
 
 DOC = [[0], [1]]  # two tokens, feature 0 at the first, feature 1 at the second
 F, L = 2, 2
@@ -30,7 +31,9 @@ def _expected(before, rival):
 
 def test_wrong_prediction_updates_against_it():
     weights, updater, batch, before = _setup([[0.0, 3.0], [0.0, 3.0]])  # best: [1, 1]
-    stats = MarginPerceptron(C=100.0).step(updater, batch, torch.tensor(GOLD))
+    stats = MarginPerceptron(C=100.0).step(
+        ChainStructure(weights), updater, batch, torch.tensor(GOLD)
+    )
     assert (stats.errors, stats.updates) == (2, 1)
     for k, v in _expected(before, [1, 1]).items():
         assert torch.equal(weights.tables()[k], v)
@@ -40,7 +43,7 @@ def test_wrong_prediction_updates_against_it():
 def test_margin_against_second_best(C, updated):
     # scores: [0,0] = 3 + 2 = 5; [0,1] = 3; [1,0] = 4 (second best, margin 1); [1,1] = 2
     weights, updater, batch, before = _setup([[3.0, 2.0], [2.0, 0.0]])
-    stats = MarginPerceptron(C=C).step(updater, batch, torch.tensor(GOLD))
+    stats = MarginPerceptron(C=C).step(ChainStructure(weights), updater, batch, torch.tensor(GOLD))
     assert stats.errors == 0 and stats.updates == int(updated)
     expected = _expected(before, [1, 0]) if updated else before
     for k, v in expected.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from structperc.checkpoint import Checkpoint
 from structperc.data.document import Document
 from structperc.decode.reference import path_score
 from structperc.decode.viterbi import viterbi
@@ -14,7 +15,8 @@ from structperc.learn.perceptron import Perceptron
 from structperc.model.batch import make_batch
 from structperc.model.updates import Updater, path_delta
 from structperc.model.weights import ChainWeights
-from structperc.train import Convergence, doc_labels, epoch_order, fit, predict
+from structperc.structures.chain import ChainData, ChainStructure
+from structperc.train import Convergence, FitSettings, epoch_order, fit
 
 # ---------------------------------------------------------------- Convergence
 
@@ -98,21 +100,26 @@ def corpus():
     }
 
 
-def train_model(corpus, *, average=True, seed=0, max_epochs=4, patience=10, **kw):
+def train_model(corpus, *, average=True, seed=0, max_epochs=4, patience=10, tol=1e-4, **kw):
     weights = ChainWeights(corpus["features"].num_features, corpus["labels"])
     updater = Updater(weights, average=average)
     result = fit(
         Perceptron(average=average),
+        ChainStructure(weights),
         updater,
-        corpus["X"],
-        corpus["y"],
-        max_epochs=max_epochs,
-        patience=patience,
-        seed=seed,
-        progress=False,
+        ChainData(corpus["X"], corpus["y"]),
+        FitSettings(max_epochs=max_epochs, tol=tol, patience=patience, seed=seed, progress=False),
         **kw,
     )
     return weights, updater, result
+
+
+def predict(weights, features, batch_size=256):
+    return ChainStructure(weights).predict(ChainData(features), batch_size=batch_size)
+
+
+def doc_labels(labels, features, d):
+    return ChainData(features, labels).gold(d)
 
 
 def dev_f1(corpus, weights) -> float:
@@ -158,34 +165,32 @@ def test_fit_is_deterministic_given_the_seed(corpus):
     assert epoch_order(5, False, 5, 1) == [0, 1, 2, 3, 4]
 
 
-def test_fit_resumes_exactly(corpus):
-    """Two epochs, then two more from the saved state == four epochs at once."""
+def test_fit_resumes_exactly(corpus, tmp_path):
+    """Two epochs with a checkpoint, then a resumed run to four == four epochs at once."""
     w_all, u_all, r_all = train_model(corpus, max_epochs=4, seed=2)
-    w, u, r1 = train_model(corpus, max_epochs=2, seed=2)
-    rule = Convergence(tol=1e-4, patience=10)
-    for h in r1.history:
-        rule.update(h.word_error)
+    checkpoint = Checkpoint(tmp_path / "checkpoint", {"labels": corpus["labels"]})
+    _, _, r1 = train_model(corpus, max_epochs=2, seed=2, checkpoint=checkpoint)
     logs = []
-    r2 = fit(
-        Perceptron(average=True),
-        u,
-        corpus["X"],
-        corpus["y"],
-        max_epochs=4,
-        patience=10,
-        seed=2,
-        progress=False,
-        start_epoch=2,
-        convergence=rule,
-        on_epoch=logs.append,
+    w, u, r2 = train_model(
+        corpus, max_epochs=4, seed=2, checkpoint=checkpoint, resume=True, on_epoch=logs.append
     )
-    assert [h.epoch for h in r2.history] == [3, 4] == [h.epoch for h in logs]
-    assert r2.epochs == 4 and r2.stopped_by == "max_epochs"
-    assert [h.errors for h in r1.history + r2.history] == [h.errors for h in r_all.history]
+    assert [h.epoch for h in logs] == [3, 4]
+    assert [h.epoch for h in r2.history] == [1, 2, 3, 4]
+    assert r2.epochs == 4 and r2.stopped_by == "max_epochs" and r2.resumed_from == 2
+    assert r2.previous_seconds == pytest.approx(sum(h.seconds for h in r1.history))
+    assert [h.errors for h in r2.history] == [h.errors for h in r_all.history]
     for n, t in w.tables().items():
         assert torch.equal(t, w_all.tables()[n])
     for n, t in u.averaged_tables().items():
         assert torch.equal(t, u_all.averaged_tables()[n])
+
+
+def test_resume_refuses_a_checkpoint_of_another_model(corpus, tmp_path):
+    checkpoint = Checkpoint(tmp_path / "checkpoint", {"labels": corpus["labels"]})
+    train_model(corpus, max_epochs=1, checkpoint=checkpoint)
+    other = Checkpoint(tmp_path / "checkpoint", {"labels": corpus["labels"][::-1]})
+    with pytest.raises(ValueError, match="checkpoint of a different model"):
+        train_model(corpus, max_epochs=2, checkpoint=other, resume=True)
 
 
 def test_fit_stops_at_max_epochs_and_on_convergence(corpus):
@@ -205,7 +210,7 @@ def test_perceptron_step_is_one_collins_update(corpus):
     updater = Updater(weights)
     batch = make_batch(X, [0])
     gold = doc_labels(y, X, 0)
-    stats = Perceptron().step(updater, batch, gold)
+    stats = Perceptron().step(ChainStructure(weights), updater, batch, gold)
     # zero weights: every score ties, Viterbi says label 0 ("O") everywhere
     zeros = torch.zeros_like(gold)
     assert stats.tokens == len(gold)
@@ -228,7 +233,8 @@ def test_no_update_when_the_prediction_is_right(corpus):
     X, y = corpus["X"], corpus["y"]
     before = {n: t.clone() for n, t in weights.tables().items()}
     for d in range(3):
-        stats = Perceptron().step(updater, make_batch(X, [d]), doc_labels(y, X, d))
+        batch, gold = make_batch(X, [d]), doc_labels(y, X, d)
+        stats = Perceptron().step(ChainStructure(weights), updater, batch, gold)
         assert (stats.errors, stats.updates) == (0, 0)
     for n, t in weights.tables().items():
         assert torch.equal(t, before[n])

@@ -67,8 +67,9 @@ QUICK = {**DEFAULTS, "iterations": 3}
 
 
 def worker_structperc(cfg: dict) -> dict:
-    from structperc.crf.learner import CRF
     from structperc.experiment import encode_labels
+
+    from structperc.crf.learner import CRF
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights
     from structperc.train import predict

@@ -92,7 +92,7 @@ def render(section: dict) -> list[str]:
         "",
         "What each row includes: `predict_joint(weights, matrices, batch_size=B)` over the "
         "test sentences sorted by length: part potentials from the CSR part features, the "
-        "exact O(n²) label-chunk DP (`structperc.joint.dp.decode`) and the back-trace. Feature "
+        "exact O(n²) label-chunk DP (`structperc.decode.label_chunk.decode`) and the back-trace. Feature "
         "extraction (fitting on the first 447 training sentences, transforming the test set) "
         "is outside. The weights are random: the DP's time does not depend on their values.",
         "",

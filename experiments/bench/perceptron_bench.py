@@ -76,6 +76,7 @@ def shared_info(cfg: dict) -> dict:
 # ---------------------------------------------------------------------------------------------
 def worker_structperc(cfg: dict) -> dict:
     from structperc.experiment import encode_labels, label_set
+
     from structperc.features.extract import FeatureMatrix
     from structperc.learn.perceptron import Perceptron
     from structperc.model.updates import Updater
@@ -183,6 +184,7 @@ def worker_structperc(cfg: dict) -> dict:
 def worker_model(cfg: dict) -> dict:
     """Only the shared model: features, k averaged-perceptron epochs, save (nothing timed)."""
     from structperc.experiment import encode_labels, label_set
+
     from structperc.learn.perceptron import Perceptron
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights

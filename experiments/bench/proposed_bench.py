@@ -57,8 +57,8 @@ def configured():
 
 def worker_proposed(cfg: dict) -> dict:
     import torch
-
     from structperc.experiment import encode_labels
+
     from structperc.features.document import NonLocalFeatures
     from structperc.model.document_weights import DocumentWeights
     from structperc.model.updates import Updater

@@ -7,7 +7,7 @@
     ... --test-set-only --quick --max-sentences 200  # the first 200 test sentences (quick)
 
 Random part scores with the paper's sizes (C = 2 chunk tags, P = 5 POS tags) for lengths n up to
-120: the median time of ``structperc.joint.dp.decode`` for one sentence (B = 1, as in training)
+120: the median time of ``structperc.decode.label_chunk.decode`` for one sentence (B = 1, as in training)
 and per sentence in a batch of 32 equal-length sentences, and of the loop-for-loop Figure 1
 reference (``reference.figure1``) for n <= 60; a least-squares fit t = a + b n + c n^2 of the
 batched times.  Then the throughput on the CoNLL-2000 test set (2,012 sentences): features of the
@@ -33,21 +33,22 @@ from PIL import Image, ImageDraw
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from structperc.data.loading import load_corpus  # noqa: E402
-from structperc.joint.dp import JointPotentials, decode  # noqa: E402
-from structperc.joint.features import PartFeatures  # noqa: E402
-from structperc.joint.reference import figure1  # noqa: E402
 from structperc.joint.train import predict_joint  # noqa: E402
-from structperc.joint.weights import JointWeights  # noqa: E402
+
+from structperc.data.loading import load_corpus  # noqa: E402
+from structperc.decode.label_chunk import LabelChunkPotentials, decode  # noqa: E402
+from structperc.decode.label_chunk_reference import figure1  # noqa: E402
+from structperc.features.part_features import PartFeatures  # noqa: E402
+from structperc.model.label_chunk_weights import LabelChunkWeights  # noqa: E402
 
 C, P = 2, 5
 
 
-def random_potentials(B: int, n: int, gen: torch.Generator) -> JointPotentials:
+def random_potentials(B: int, n: int, gen: torch.Generator) -> LabelChunkPotentials:
     def r(*shape):
         return torch.randn(*shape, generator=gen)
 
-    return JointPotentials(
+    return LabelChunkPotentials(
         r(B, n, C, P), r(B, n, C, P, P), r(B, n, n, C), r(B, n, C, C), torch.full((B,), n)
     )
 
@@ -90,7 +91,7 @@ def test_set_speed(data_dir: str, repeats: int, max_sentences: int | None = None
     train, test = corpus["train"][:447], corpus["test"][:max_sentences]
     features = PartFeatures().fit(train)
     mats = features.transform(test)
-    weights = JointWeights(features.num_features)
+    weights = LabelChunkWeights(features.num_features)
     gen = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for t in weights.tables().values():

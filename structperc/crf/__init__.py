@@ -4,8 +4,11 @@
              log Z, marginals, path scores and log-probabilities (n-best lists for reranking).
 ``semiring`` a log semiring whose matrix products go through BLAS (faster than torch-struct's).
 ``lookup``   differentiable sparse lookups into the weight tables, with a transposed backward.
-``lbfgs``    L-BFGS over tensor lists; ``sgd``: mini-batch SGD with a lazily scaled prior.
-``learner``  the ``CRF`` learner (``fit_batch``): the only code that runs autograd's backward.
+``objective`` the penalised likelihood and its gradient over length-sorted document buckets.
+``optimization`` the iteration loop and stopping rules both optimizers share.
+``lbfgs``    L-BFGS over tensor lists and full-batch training; ``sgd``: mini-batch SGD with a
+             lazily scaled prior and mini-batch training.
+``learner``  the ``CRF`` learner of the chain structure (``fit``).
 """
 
 from structperc.crf.adapter import (

@@ -37,17 +37,9 @@ import torch
 from torch import Tensor
 from torch_struct import LinearChain, LogSemiring
 
+from structperc.decode.scores import check_potentials, path_scores
+
 NEG = -1e5  # torch-struct's log-semiring zero (LogSemiring.zero_)
-
-
-def _check(potentials: Tensor, lengths: Tensor) -> None:
-    if potentials.dim() != 4 or potentials.shape[-1] != potentials.shape[-2]:
-        raise ValueError(f"potentials must be [B, T, L, L], got {tuple(potentials.shape)}")
-    B, T = potentials.shape[:2]
-    if lengths.shape != (B,):
-        raise ValueError(f"lengths must be [B] = [{B}], got {tuple(lengths.shape)}")
-    if B and (int(lengths.min()) < 1 or int(lengths.max()) > T):
-        raise ValueError(f"lengths must lie in 1..T = 1..{T}, got {lengths.tolist()}")
 
 
 def to_log_potentials(potentials: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
@@ -63,7 +55,7 @@ def to_log_potentials(potentials: Tensor, lengths: Tensor) -> tuple[Tensor, Tens
             sequence's last edge are 0.
         lengths: [B] long, max(lengths, 2).
     """
-    _check(potentials, lengths)
+    check_potentials(potentials, lengths)
     B, T, L, _ = potentials.shape
     N = max(int(lengths.max()), 2)
     trans = potentials[:, 1:N].transpose(-1, -2)  # [B, min(T, N)-1, L(to), L(from)]
@@ -152,39 +144,6 @@ def node_marginals(
 ) -> Tensor:
     """Per-token marginals [B, T, L]: p(y_t = j | x); rows past each length are 0."""
     return marginals(potentials, lengths, semiring).sum(dim=2)
-
-
-def path_scores(potentials: Tensor, lengths: Tensor, paths: Tensor) -> Tensor:
-    """Scores s(y) [B, n] of n paths per sequence; -inf for an all -1 (missing) path.
-
-    Args:
-        potentials: [B, T, L, L] (from, to).
-        lengths: [B] long.
-        paths: [B, n, T'] long label ids (T' <= T), -1 past each length; a path whose first
-            label is -1 stands for "no path" (as ``decode.nbest`` pads) and scores -inf.
-    """
-    _check(potentials, lengths)
-    B, T, L, _ = potentials.shape
-    if paths.dim() != 3 or paths.shape[0] != B or paths.shape[2] > T:
-        raise ValueError(f"paths must be [B={B}, n, T<={T}], got {tuple(paths.shape)}")
-    n, Tp = paths.shape[1], paths.shape[2]
-    if Tp < int(lengths.max()):
-        raise ValueError(f"paths have {Tp} positions, shorter than the longest sequence")
-    real = torch.arange(Tp, device=paths.device) < lengths.to(paths.device)[:, None]  # [B, T']
-    real = real.unsqueeze(1)  # [B, 1, T']
-    missing = paths[:, :, 0] < 0  # [B, n]
-    bad = real & ~missing.unsqueeze(-1) & ((paths < 0) | (paths >= L))
-    if bool(bad.any()):
-        b, k, t = (int(v) for v in bad.nonzero()[0])
-        value = int(paths[b, k, t])
-        raise ValueError(f"paths[{b}, {k}, {t}] = {value} is not a label in 0..{L - 1}")
-    y = torch.where(real & ~missing.unsqueeze(-1), paths, torch.zeros_like(paths))  # [B, n, T']
-    prev = torch.cat([torch.zeros_like(y[:, :, :1]), y[:, :, :-1]], dim=2)  # row 0 at t = 0
-    t_off = torch.arange(Tp, device=paths.device) * (L * L)  # [T']
-    index = (t_off + prev * L + y).view(B, n * Tp)  # into pot[b].view(T * L * L)
-    gathered = potentials.reshape(B, T * L * L).gather(1, index).view(B, n, Tp)
-    scores = torch.where(real, gathered, torch.zeros_like(gathered)).sum(-1)  # [B, n]
-    return scores.masked_fill(missing, float("-inf"))
 
 
 def path_log_probs(

@@ -1,4 +1,4 @@
-"""Limited-memory BFGS over a list of tensors, one iteration per call, for full-batch CRF training.
+"""Limited-memory BFGS over a list of tensors, one iteration per call, and full-batch CRF training.
 
 L-BFGS (Nocedal 1980; Liu & Nocedal 1989), the optimizer of CRF training since Sha & Pereira
 (2003) and in CRF++ / CRFsuite: with the last m pairs s_k = x_{k+1} - x_k, y_k = g_{k+1} - g_k,
@@ -12,6 +12,11 @@ The parameters are updated in place (they can be the ``EmbeddingBag`` tables the
 2 m + 2 copies of the parameters (history, direction, gradient).  Each iteration costs the line
 search's evaluations (usually 1) and about 4 m inner products and 2 m updates over the parameters.
 
+``LBFGSTraining`` is the CRF's full-batch training (``learner.optimizer=lbfgs``, Kazama &
+Torisawa's setting: CRF++ with an L-BFGS module): one iteration per "epoch", each evaluation one
+lookup pass over all training tokens, the DP over length-sorted buckets of documents
+(``dp_batch_tokens`` padded tokens each), one transposed lookup for the gradient.
+
 ``torch.optim.LBFGS`` is not used because it re-evaluates the objective at the start of every
 ``step()``, so stepping one iteration at a time (to log and test convergence per iteration) would
 cost an extra full pass per iteration.
@@ -19,6 +24,7 @@ cost an extra full pass per iteration.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import deque
 from collections.abc import Callable
@@ -26,6 +32,14 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+
+from structperc.crf.lookup import TransposedIndex
+from structperc.crf.objective import full_objective
+from structperc.crf.optimization import Iteration, Optimization
+from structperc.features.extract import FeatureMatrix
+from structperc.train import EpochLog
+
+log = logging.getLogger(__name__)
 
 #: evaluates the objective at the current parameters: (value, gradient per parameter)
 Objective = Callable[[], tuple[float, list[Tensor]]]
@@ -139,3 +153,58 @@ class LBFGS:
             self.pairs.append((d, g, 1.0 / sy))
         self.loss, self.grad = f_new, g_new
         return LBFGSInfo(f_new, t, evaluations, math.sqrt(dot(g_new, g_new)))
+
+
+class LBFGSTraining(Optimization):
+    """Full batch: an iteration is one ``LBFGS.step`` on ``full_objective``, the DP over
+    buckets of ``dp_batch_tokens`` padded tokens."""
+
+    bar_label = "L-BFGS"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        device, weights = self.device, self.weights
+        self.features = FeatureMatrix(*(t.to(device) for t in self.features.tensors().values()))
+        index = TransposedIndex.build(
+            self.features.ids.cpu(), self.features.offsets.cpu(), weights.num_features
+        )
+        self.index = index.to(device)
+        self.buckets = self.training_buckets(self.learner.dp_batch_tokens, with_index=False)
+        log.info(
+            "CRF L-BFGS: %d documents in %d DP buckets, %d parameters, sigma2 %g",
+            self.features.num_docs,
+            len(self.buckets),
+            weights.node.weight.numel() + weights.edge.weight.numel(),
+            self.learner.sigma2,
+        )
+        self.opt = LBFGS([weights.node.weight, weights.edge.weight], history=self.learner.history)
+        self.last: dict = {}  # nll and posterior errors of the last evaluation
+
+    def objective(self) -> tuple[float, list[Tensor]]:
+        f, total, grads, errors = full_objective(
+            self.learner, self.weights, self.features, self.index, self.buckets
+        )
+        self.last.update(nll=total, errors=errors)
+        return f, grads
+
+    def iteration(self, k: int) -> Iteration:
+        info = self.opt.step(self.objective)
+        return Iteration(
+            objective=info.loss,
+            nll=self.last["nll"],
+            errors=self.last["errors"],
+            updates=info.evaluations,
+            extra={"step": info.step, "grad_norm": info.grad_norm},
+            accepted=info.accepted,
+        )
+
+    def report(self, ep: EpochLog) -> None:
+        log.info(
+            "iteration %d: objective %.6g (nll %.6g), step %.3g, %d evaluation(s), %.1fs",
+            ep.epoch,
+            ep.extra["objective"],
+            ep.extra["nll"],
+            ep.extra["step"],
+            ep.updates,
+            ep.seconds,
+        )

@@ -10,8 +10,6 @@ it fires), so the backward is the same gather: ``embedding_bag(tokens, dS, featu
 ``lookup`` returns a dense [F, D] gradient when the index covers every feature (full-batch
 training), else a coalesced sparse COO gradient over the features present (mini-batches), which
 the optimizer adds in place (``index_add_``).
-
-``chain_potentials`` is ``ChainWeights.potentials`` out of place (so autograd can run through it).
 """
 
 from __future__ import annotations
@@ -21,8 +19,6 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-
-from structperc.model.batch import FeatureBatch
 
 
 @dataclass
@@ -101,23 +97,3 @@ def lookup(table: Tensor, ids: Tensor, offsets: Tensor, index: TransposedIndex) 
         index: ``TransposedIndex.build(ids, offsets, F)``, for the backward pass.
     """
     return _Lookup.apply(table, ids, offsets, index)
-
-
-def chain_potentials(node: Tensor, edge: Tensor, batch: FeatureBatch) -> Tensor:
-    """Potentials [B, T, L, L] (from, to) from token scores, as ``ChainWeights.potentials``.
-
-    Args:
-        node: [N, L] node scores of the batch's tokens.
-        edge: [N, L, L] edge scores (from, to).
-        batch: the batch's layout (``first_token``, ``flat_positions``, ``lengths``).
-
-    At a document's first token every row holds the node scores; padding positions are 0.
-    """
-    N, L = node.shape
-    scores = edge + node.unsqueeze(1)  # [N, L, L]
-    first = torch.zeros(N, dtype=torch.bool, device=node.device)
-    first[batch.first_token] = True
-    scores = torch.where(first.view(N, 1, 1), node.unsqueeze(1).expand(N, L, L), scores)
-    B, T = batch.num_docs, batch.max_length
-    out = scores.new_zeros(B * T, L, L).index_copy(0, batch.flat_positions, scores)
-    return out.view(B, T, L, L)

@@ -13,11 +13,25 @@ COO rows from ``lookup``) and are added with ``index_add_``.  The learning rate 
 eta_t = eta_0 / (1 + eta_0 lambda t), t the number of documents seen (CRFsuite:
 1 / (lambda (t_0 + t)) with t_0 = 1 / (lambda eta_0)).  When a gets small the scale is folded into
 v (``fold``); callers fold before reading the weights.
+
+``SGDTraining`` is the CRF's mini-batch training (``learner.optimizer=sgd``): mini-batches are
+length-sorted groups of ``batch_tokens`` padded tokens, visited in a shuffled order each epoch.
 """
 
 from __future__ import annotations
 
+import logging
+
+import torch
 from torch import Tensor
+from tqdm.auto import tqdm
+
+from structperc.crf.lookup import lookup
+from structperc.crf.objective import bucket_loss, dtype_of, posterior_errors
+from structperc.crf.optimization import Iteration, Optimization
+from structperc.train import epoch_order
+
+log = logging.getLogger(__name__)
 
 
 class ScaledSGD:
@@ -74,3 +88,53 @@ class ScaledSGD:
             for v in self.tables:
                 v.mul_(self.scale)
             self.scale = 1.0
+
+
+class SGDTraining(Optimization):
+    """Mini-batch SGD with the lazily scaled prior: an epoch visits the buckets of
+    ``batch_tokens`` padded tokens in a shuffled order, one sparse step each."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        learner = self.learner
+        self.buckets = self.training_buckets(learner.batch_tokens, with_index=True)
+        log.info(
+            "CRF SGD: %d documents in %d mini-batches, sigma2 %g, lr %g",
+            self.features.num_docs,
+            len(self.buckets),
+            learner.sigma2,
+            learner.lr,
+        )
+        self.tables = [self.weights.node.weight, self.weights.edge.weight]
+        self.opt = ScaledSGD(self.tables, learner.sigma2, self.features.num_docs, learner.lr)
+
+    def iteration(self, k: int) -> Iteration:
+        learner, opt, tables = self.learner, self.opt, self.tables
+        L = self.weights.num_labels
+        dtype = dtype_of(learner.dtype)
+        order = epoch_order(len(self.buckets), True, self.seed, k)
+        total, errors = 0.0, 0
+        bar = tqdm(order, desc=f"epoch {k}", unit="batch", disable=not self.progress, leave=False)
+        for b in bar:
+            bucket = self.buckets[b]
+            batch = bucket.batch
+            leaves = [t.detach().requires_grad_(True) for t in tables]
+            with torch.enable_grad():
+                node = lookup(leaves[0], batch.ids, batch.offsets, bucket.index)  # [N_b, L]
+                edge = lookup(leaves[1], batch.ids, batch.offsets, bucket.index)  # [N_b, L*L]
+                scores = torch.cat([node, edge], dim=1).to(dtype) * opt.scale
+                scores.retain_grad()
+                loss = bucket_loss(learner, scores, bucket, L)
+                loss.backward()
+            total += float(loss.detach())
+            errors += posterior_errors(scores.grad[:, :L], bucket.labels)
+            opt.step([leaf.grad for leaf in leaves], bucket.num_docs)
+        opt.fold()
+        sq = sum(float(torch.dot(w.view(-1), w.view(-1))) for w in tables)
+        return Iteration(
+            objective=total + sq / (2.0 * learner.sigma2),
+            nll=total,
+            errors=errors,
+            updates=len(self.buckets),
+            extra={"lr": opt.lr()},
+        )

@@ -12,7 +12,15 @@ from .conll import (
     write_conll,
 )
 from .document import Document
-from .loading import ENV_VAR, SPLITS, load_corpus, resolve_data_dir, to_dataset, to_documents
+from .loading import (
+    ENV_VAR,
+    SPLITS,
+    load_corpus,
+    require_data_dir,
+    resolve_data_dir,
+    to_dataset,
+    to_documents,
+)
 from .synthetic import make_corpus
 from .tags import TagError, iob1_to_iob2, spans, split_tag
 
@@ -32,6 +40,7 @@ __all__ = [
     "make_corpus",
     "mark_docstart",
     "read_conll",
+    "require_data_dir",
     "resolve_data_dir",
     "spans",
     "split_tag",

@@ -51,6 +51,23 @@ def resolve_data_dir(configured: str | os.PathLike | None) -> Path | None:
     return None
 
 
+DEFAULT_DATA_DIR = "../shared/data"  # conf/data/*.yaml's data.dir
+
+
+def require_data_dir(
+    configured: str | os.PathLike | None = DEFAULT_DATA_DIR, corpus: str | None = None
+) -> Path:
+    """``resolve_data_dir``, or FileNotFoundError naming what was tried (and, with ``corpus``,
+    also when the folder lacks ``<corpus>/``).  For scripts that need the local files."""
+    root = resolve_data_dir(configured)
+    tried = f"${ENV_VAR}={os.environ.get(ENV_VAR)!r}, {configured!s}"
+    if root is None:
+        raise FileNotFoundError(f"no data folder: tried {tried}; set {ENV_VAR} or pass the folder")
+    if corpus is not None and not (root / corpus).is_dir():
+        raise FileNotFoundError(f"{root / corpus}: no such folder (tried {tried})")
+    return root
+
+
 def load_corpus(
     name: str,
     data_dir: str | os.PathLike | None,

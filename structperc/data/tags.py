@@ -4,9 +4,14 @@ Everything inside structperc works on IOB2 (every entity starts with ``B-X``).  
 IOB1 (``I-X`` starts an entity, ``B-X`` only separates two adjacent entities of one type), so the
 readers convert on the way in.  ``spans`` uses the conlleval rule, under which IOB1 and IOB2 read
 the same: an entity starts at ``B-X`` or at an ``I-X`` that follows ``O`` or another type.
+``label_set`` and ``encode_labels`` give a training set's labels and their ids.
 """
 
 from __future__ import annotations
+
+import torch
+
+from structperc.data.document import Document
 
 OUTSIDE = "O"
 PREFIXES = ("B", "I")
@@ -69,3 +74,18 @@ def spans(tags: list[str]) -> list[tuple[int, int, str]]:
     if cur:
         out.append((start, len(tags), cur))
     return out
+
+
+def label_set(docs: list[Document]) -> list[str]:
+    """Sorted label set of the (training) documents, "O" first."""
+    tags = {t for d in docs for t in (d.tags or [])}
+    if not tags:
+        raise ValueError("the training documents carry no tags")
+    return sorted(tags, key=lambda t: (t != OUTSIDE, t))
+
+
+def encode_labels(docs: list[Document], labels: list[str]) -> torch.Tensor:
+    """[N] label ids of every token; a tag outside ``labels`` maps to "O"."""
+    index = {t: i for i, t in enumerate(labels)}
+    fallback = index.get(OUTSIDE, 0)
+    return torch.tensor([index.get(t, fallback) for d in docs for t in (d.tags or [])])

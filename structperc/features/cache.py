@@ -2,22 +2,29 @@
 
 The key hashes the feature settings, the identity of the input files (path, size, mtime) and the
 cache format version, so a second run on the same data and settings skips extraction, and any
-change rebuilds it.  Entries are safetensors + JSON, written atomically.
+change rebuilds it.  Entries are safetensors + JSON, written atomically.  ``extract_features``
+fits a ``LocalFeatures`` on the training split and transforms every split through the cache.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
+from structperc.data.document import Document
 from structperc.features.extract import FeatureMatrix
+from structperc.features.pipeline import LocalFeatures
 from structperc.io import atomic_save_tensors, atomic_write_json, load_tensors, read_json
 
 FORMAT_VERSION = 1
+
+log = logging.getLogger(__name__)
 
 
 def file_identity(path: str | Path) -> list:
@@ -60,3 +67,38 @@ def cached_features(
         entry / "meta.json", {"features": meta, "splits": list(splits), "key": key_parts}
     )
     return meta, vocab, splits, False
+
+
+def feature_cache_key(features_cfg: dict, data_files: list[Path], max_docs: int | None) -> dict:
+    """The cache key of a run's features: their settings, the files read, the document cut."""
+    return {
+        "features": features_cfg,
+        "files": [file_identity(p) for p in data_files],
+        "max_docs": max_docs,
+    }
+
+
+def extract_features(
+    features: LocalFeatures,
+    corpus: dict[str, list[Document]],
+    cache_dir: str | Path | None,
+    key: dict,
+) -> tuple[LocalFeatures, dict[str, FeatureMatrix], float, bool]:
+    """Fit the vocabulary on ``corpus["train"]`` and transform every split, through the cache.
+
+    Returns (fitted features, matrix per split, seconds, cache hit).
+    """
+    t0 = time.perf_counter()
+
+    def build():
+        log.info("extracting features (%d training documents)", len(corpus["train"]))
+        features.fit(corpus["train"])
+        mats = {s: features.transform(docs, training=(s == "train")) for s, docs in corpus.items()}
+        meta, tensors = features.state()
+        return meta, tensors, mats
+
+    meta, tensors, mats, hit = cached_features(cache_dir, key, build)
+    if hit:
+        features = LocalFeatures.from_state(meta, tensors)
+        log.info("features loaded from the cache (%d features)", features.num_features)
+    return features, mats, time.perf_counter() - t0, hit

@@ -3,8 +3,7 @@ of a document, as CSR rows of feature ids (Kazama & Torisawa 2007, §5).
 
 The feature families, their definitions and citations, and the vectorised computation live in
 ``structperc.features.non_local`` (see its docstring for the module map): this module holds the
-settings (enabled families, case folding), the vocabulary (code -> feature id) and its state,
-and re-exports the package's public names, so ``structperc.features.document.X`` keeps working.
+settings (enabled families, case folding), the vocabulary (code -> feature id) and its state.
 
 **Vectorisation.**  ``code_counts`` gives Φ^g of all n candidates as code counts [n, 6 (K+1)^2]
 (``non_local.vectorized.candidate_codes``, in chunks of ``max_batch`` candidates, with the
@@ -21,7 +20,7 @@ Vocabularies (``vocabulary=``):
             the caller pads its weight table with zero rows up to ``num_features``;
     "hash"  id = crc32(feature string) mod ``num_buckets``: no fitting, a fixed table size.
 
-Timing: ``python -m structperc.features.document TRAIN.txt [N ...]`` (``non_local.timing``).
+Timing: ``python experiments/bench/nonlocal_timing.py TRAIN.txt [N ...]``.
 """
 
 from __future__ import annotations
@@ -36,75 +35,10 @@ import torch
 
 from structperc.data.document import Document
 from structperc.data.tags import OUTSIDE, split_tag
-from structperc.features.non_local.codes import (
-    UNORDERED,
-    code_names,
-    label_classes,
-    reachable_codes,
-)
-from structperc.features.non_local.conjunction import conjunction_consistency, link
-from structperc.features.non_local.document_index import SHORT, DocumentIndex
-from structperc.features.non_local.majority import (
-    entity_majority,
-    majority,
-    superentity_majority,
-    token_majority,
-)
-from structperc.features.non_local.notation import (
-    AND_OR,
-    COMMA,
-    CONNECTORS,
-    FAMILIES,
-    Mention,
-    check_families,
-    contains,
-    feature,
-    normalize,
-    occurrences,
-    pair,
-    sentence_ids,
-)
-from structperc.features.non_local.phrase import phrase_consistency
-from structperc.features.non_local.reference import FAMILY_FUNCTIONS, document_features
-from structperc.features.non_local.subphrase import subphrase_consistency
-from structperc.features.non_local.timing import fake_candidates
-from structperc.features.non_local.vectorized import KERNELS, candidate_codes
-
-__all__ = [
-    "AND_OR",
-    "COMMA",
-    "CONNECTORS",
-    "FAMILIES",
-    "FAMILY_FUNCTIONS",
-    "KERNELS",
-    "SHORT",
-    "UNORDERED",
-    "VOCABULARIES",
-    "DocumentIndex",
-    "Mention",
-    "NonLocalFeatures",
-    "candidate_codes",
-    "code_names",
-    "conjunction_consistency",
-    "contains",
-    "csr",
-    "document_features",
-    "entity_majority",
-    "fake_candidates",
-    "feature",
-    "label_classes",
-    "link",
-    "majority",
-    "normalize",
-    "occurrences",
-    "pair",
-    "phrase_consistency",
-    "reachable_codes",
-    "sentence_ids",
-    "subphrase_consistency",
-    "superentity_majority",
-    "token_majority",
-]
+from structperc.features.non_local.codes import code_names, label_classes, reachable_codes
+from structperc.features.non_local.document_index import DocumentIndex
+from structperc.features.non_local.notation import FAMILIES, check_families
+from structperc.features.non_local.vectorized import candidate_codes
 
 VOCABULARIES = ("all", "gold", "grow", "hash")
 
@@ -314,11 +248,3 @@ def csr(counts: np.ndarray, code_id: np.ndarray) -> tuple[torch.Tensor, torch.Te
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts.sum(axis=1), out=offsets[1:])
     return torch.from_numpy(ids), torch.from_numpy(offsets)
-
-
-if __name__ == "__main__":
-    import sys
-
-    from structperc.features.non_local.timing import main
-
-    main(sys.argv[1:])

@@ -1,9 +1,30 @@
-"""What every learner shares: the per-instance statistics it reports."""
+"""What every learner shares: the per-instance statistics it reports, and the ``Learner`` base.
+
+A learner is an update rule written once against the structure interface
+(``structures/base.py``): it sees a structure, an ``Updater`` (``model/updates.py``) and one
+instance, and never the weight tables' layout.  It declares, instead of being probed for:
+
+    requires   the capabilities it needs of a structure ("argmax", "nbest", "rescoring",
+               "marginals"); ``train.fit`` refuses a structure that lacks one
+    average    whether it predicts with the averaged weights (the ``Updater`` keeps the sums)
+    bpm_runs   Kazama & Torisawa's BPM initialisation: ``train.fit`` first averages this many
+               single shuffled epochs from zero weights (0: off)
+    nbest      how many labelings a step decodes (1: the argmax); a rescoring structure is
+               evaluated with this many candidates during training
+    online     True: ``step`` is called per instance by ``train.fit``'s epoch loop; False: the
+               learner runs its own optimisation over the whole training set (``fit``, the CRF)
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only
+    from structperc.model.updates import Updater
+
+CAPABILITIES = ("argmax", "nbest", "rescoring", "marginals")
 
 
 @dataclass
@@ -27,3 +48,37 @@ class StepStats:
         self.updates += other.updates
         self.extra.update(other.extra)
         return self
+
+
+class Learner:
+    """Base of the update rules; subclasses set the class attributes and ``step`` (or ``fit``).
+
+    Constructors only store (and check) their arguments, so Hydra builds a learner from
+    ``conf/learner/*.yaml`` before the structure exists.
+    """
+
+    requires: frozenset[str] = frozenset({"argmax"})
+    average: bool = False
+    bpm_runs: int = 0
+    nbest: int = 1
+    online: bool = True
+
+    def step(self, structure, updater: Updater, batch, gold) -> StepStats:
+        """One online update on one instance (``structure.instance``); gold is its labeling."""
+        raise NotImplementedError(f"{type(self).__name__} is not an online learner")
+
+    def fit(self, structure, updater: Updater, data, settings, on_epoch=None):
+        """Train on all of ``data`` at once (``online = False``); returns a ``train.FitResult``."""
+        raise NotImplementedError(f"{type(self).__name__} trains online: use train.fit")
+
+    @property
+    def name(self) -> str:
+        """The learner's short name in logs and result files."""
+        return type(self).__name__
+
+
+def check_bpm_runs(bpm_runs: int) -> int:
+    """``bpm_runs`` as an int >= 0, else ValueError naming the config key."""
+    if int(bpm_runs) != bpm_runs or bpm_runs < 0:
+        raise ValueError(f"learner.bpm_runs must be an integer >= 0, got {bpm_runs}")
+    return int(bpm_runs)

@@ -1,33 +1,32 @@
-"""The structured perceptron (Collins 2002a) and its averaged form.
+"""The structured perceptron (Collins 2002a) and its averaged form, for any structure.
 
-For each instance (x, y*):  y' = argmax_y Phi(x, y) . w  (Viterbi);  if y' != y*:
+For each instance (x, y*):  y' = argmax_y Phi(x, y) . w  (the structure's decoder);  if y' != y*:
 w += Phi(x, y*) - Phi(x, y').  The averaged perceptron predicts with the average of the weight
-vectors after every instance (kept lazily by ``model.updates.Updater``).
+vectors after every instance (kept lazily by ``model.updates.Updater``).  Shimizu & Haas's (2006)
+voted perceptron (VP, Alg. 4.1 + 4.2) is this rule with ``average=True``: they approximate the
+votes of Freund & Schapire's voted perceptron by the averaged weights, as Collins does.
 """
 
 from __future__ import annotations
 
-from torch import Tensor
-
-from structperc.decode.viterbi import viterbi
-from structperc.learn.base import StepStats
-from structperc.model.batch import FeatureBatch
-from structperc.model.updates import Updater, path_delta
+from structperc.learn.base import Learner, StepStats, check_bpm_runs
+from structperc.model.updates import Updater
 
 
-class Perceptron:
-    """Collins' perceptron; ``average=True`` predicts with the averaged weights."""
+class Perceptron(Learner):
+    """Collins' perceptron; ``average=True`` predicts with the averaged weights (VP).
 
-    def __init__(self, average: bool = False):
+    ``bpm_runs``: start from Kazama & Torisawa's BPM initialisation (``train.fit``).
+    """
+
+    def __init__(self, average: bool = False, bpm_runs: int = 0):
         self.average = average
+        self.bpm_runs = check_bpm_runs(bpm_runs)
 
-    def step(self, updater: Updater, batch: FeatureBatch, gold: Tensor) -> StepStats:
-        """One online update on one document; ``gold`` [N] label ids of its tokens."""
-        weights = updater.weights
-        potentials = weights.potentials(batch)  # [1, T, L, L]
-        paths, _ = viterbi(potentials, batch.lengths)  # [1, T]
-        pred = batch.unpad(paths)  # [N]
-        errors = int((pred != gold).sum())
+    def step(self, structure, updater: Updater, batch, gold) -> StepStats:
+        """One online update on one instance; ``gold`` its labeling (``structure.instance``)."""
+        pred = structure.argmax(batch)
+        errors = structure.errors(gold, pred)
         if errors:
-            updater.apply(path_delta(batch, gold, pred, weights.num_labels))
+            updater.apply(structure.delta(batch, gold, pred))
         return StepStats(tokens=len(gold), errors=errors, updates=int(errors > 0))

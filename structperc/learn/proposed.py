@@ -15,34 +15,25 @@ Alg. 4.1 (the candidate algorithm) is (A) alone: ``local_update=False``.  The pe
 training error counts the tokens y' gets wrong.  Each step reports in ``StepStats.extra``:
 ``updates_a``, ``updates_b`` and ``gold_in_nbest`` (y* among the n candidates).
 
-BPM initialisation (Herbrich & Graepel 2000, as the paper uses it: ``bpm_runs`` single epochs
-from α = 0 over differently shuffled data, averaged, as the starting point) is run by the
-trainer; the learner only says how many runs it wants.
+The n-best lists, Φ^a·α of the candidates and the differences come from the document rescoring
+structure (``structures/rescoring.py``), which holds the non-local feature extractor; the learner
+only chooses the rival.  BPM initialisation (Herbrich & Graepel 2000, as the paper uses it:
+``bpm_runs`` single epochs from α = 0 over differently shuffled data, averaged, as the starting
+point) is run by ``train.fit``; the learner only says how many runs it wants.
 """
 
 from __future__ import annotations
 
 import torch
-from torch import Tensor
 
-from structperc.data.document import Document
-from structperc.decode.nbest import nbest
-from structperc.learn.base import StepStats
-from structperc.model.batch import FeatureBatch
-from structperc.model.updates import SparseDelta, Updater, path_delta
+from structperc.learn.base import Learner, StepStats, check_bpm_runs
+from structperc.model.updates import Updater
 
 
-def gold_path_score(potentials: Tensor, gold: Tensor) -> Tensor:
-    """Φ^l(y*)·α of one sequence: potentials [T, L, L], gold [T] -> scalar."""
-    T = len(gold)
-    first = potentials[0, 0, gold[0]]
-    if T == 1:
-        return first
-    return first + potentials[torch.arange(1, T), gold[:-1], gold[1:]].sum()
-
-
-class ProposedPerceptron:
+class ProposedPerceptron(Learner):
     """Alg. 4.2 (``local_update=True``) or Alg. 4.1 (``False``) with n-best size ``n``."""
+
+    requires = frozenset({"rescoring"})
 
     def __init__(
         self,
@@ -59,62 +50,36 @@ class ProposedPerceptron:
         self.C_local = C if C_local is None else C_local
         self.local_update = local_update
         self.average = average
-        self.bpm_runs = bpm_runs
-        self.documents: list[Document] | None = None
-        self.doc_features = None
+        self.bpm_runs = check_bpm_runs(bpm_runs)
 
-    uses_document_features = True
+    @property
+    def nbest(self) -> int:
+        return self.n
 
-    def bind(self, documents: list[Document], doc_features) -> ProposedPerceptron:
-        """The training documents (indexed like the feature matrix) and the Φ^g extractor."""
-        self.documents, self.doc_features = documents, doc_features
-        return self
-
-    def step(self, updater: Updater, batch: FeatureBatch, gold: Tensor) -> StepStats:
-        if self.documents is None or batch.doc_ids is None:
-            raise RuntimeError("ProposedPerceptron.bind(documents, doc_features) first")
-        weights = updater.weights
-        L = weights.num_labels
-        doc = self.documents[int(batch.doc_ids[0])]
-        pot = weights.potentials(batch)  # [1, T, L, L]
-        paths, local = nbest(pot, batch.lengths, self.n)  # [1, n, T], [1, n]
-        valid = torch.isfinite(local[0])
-        cands, local = paths[0, valid], local[0, valid]  # [m, T], [m]
-        gold_local = gold_path_score(pot[0], gold)
-        rows = torch.cat([gold.unsqueeze(0), cands])  # [m + 1, T]: the gold first
-        ids, offsets = self.doc_features.vectorize(doc, rows)
-        g_score = weights.global_scores(ids, offsets)  # [m + 1]
-        total = torch.cat([gold_local.view(1), local]) + g_score  # Φ^a·α, gold first
-        is_gold = (cands == gold.unsqueeze(0)).all(dim=1)  # [m]
-        cand_total = total[1:]
+    def step(self, structure, updater: Updater, batch, gold) -> StepStats:
+        """One update on one document (``structures.rescoring.DocumentBatch``), gold [T]."""
+        cands = structure.candidates(batch, self.n, gold=gold)
+        cand_total, is_gold = cands.total, cands.is_gold  # [m], [m]
         best = int(cand_total.argmax())
         wrong = cand_total.masked_fill(is_gold, float("-inf"))
         second = int(wrong.argmax())
-        stats = StepStats(tokens=len(gold), errors=int((cands[best] != gold).sum()))
+        stats = StepStats(tokens=len(gold), errors=int((cands.paths[best] != gold).sum()))
         stats.extra["gold_in_nbest"] = int(is_gold.any())
         rival, kind = None, None
-        if not is_gold[best] and float(total[0] - cand_total[best]) <= self.C:
+        if not is_gold[best] and float(cands.gold_total - cand_total[best]) <= self.C:
             rival, kind = best, "a"
-        elif bool(torch.isfinite(wrong[second])) and float(total[0] - wrong[second]) <= self.C:
+        elif (
+            bool(torch.isfinite(wrong[second]))
+            and float(cands.gold_total - wrong[second]) <= self.C
+        ):
             rival, kind = second, "a"
         elif self.local_update:
             if not is_gold[0]:
                 rival, kind = 0, "b"
-            elif len(cands) > 1 and float(gold_local - local[1]) <= self.C_local:
+            elif len(cand_total) > 1 and float(cands.gold_local - cands.local[1]) <= self.C_local:
                 rival, kind = 1, "b"
         if rival is not None:
-            delta = path_delta(batch, gold, cands[rival], L)
-            if kind == "a":
-                counts = weights.global_counts(ids, offsets, weights.global_.num_embeddings)
-                diff = counts[0] - counts[rival + 1]  # [G]
-                nz = torch.nonzero(diff).squeeze(1)
-                delta = delta + SparseDelta({"global": (nz, diff[nz])})
-            updater.apply(delta)
+            updater.apply(structure.candidate_delta(batch, gold, cands, rival, total=kind == "a"))
             stats.updates = 1
             stats.extra[f"updates_{kind}"] = 1
         return stats
-
-
-def rescore_argmax(local_paths: Tensor, local_scores: Tensor, global_scores: Tensor) -> Tensor:
-    """The candidate [T] maximising Φ^l·α + Φ^g·α among n candidates [n, T] (first on ties)."""
-    return local_paths[int((local_scores + global_scores).argmax())]

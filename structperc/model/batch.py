@@ -56,6 +56,19 @@ class FeatureBatch:
         """Padded [B, T, ...] -> token values [N, ...]."""
         return padded.reshape(-1, *padded.shape[2:])[self.flat_positions]
 
+    def token_features(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
+        """The CSR rows of the given tokens, flattened: (feature ids [M] long, token of each [M]).
+
+        ``tokens`` [K] long, indices into the batch's N tokens; the ids of each token come in
+        CSR order, the tokens in the order given.
+        """
+        starts = self.offsets[tokens]
+        counts = self.offsets[tokens + 1] - starts  # [K] ids per token
+        excl = torch.cumsum(counts, 0) - counts
+        pos = torch.arange(int(counts.sum()), device=tokens.device)
+        pos += torch.repeat_interleave(starts - excl, counts)
+        return self.ids[pos].long(), torch.repeat_interleave(tokens, counts)
+
 
 def make_batch(features: FeatureMatrix, docs: list[int] | Tensor) -> FeatureBatch:
     """Gather the documents ``docs`` of ``features`` into one batch (on the CPU)."""
@@ -114,3 +127,10 @@ def packed_order(doc_offsets: Tensor) -> tuple[Tensor, list[int]]:
     grid = starts.view(1, -1) + pos.view(-1, 1)  # [T, D]: token at position t of document r
     real = pos.view(-1, 1) < lens.view(1, -1)  # [T, D]
     return grid[real], real.sum(dim=1).tolist()
+
+
+def length_sorted_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
+    """Document indices in batches of ``batch_size``, shortest documents first, so that
+    documents of similar length share a batch (little padding)."""
+    order = sorted(range(len(lengths)), key=lambda d: lengths[d])
+    return [order[s : s + batch_size] for s in range(0, len(order), batch_size)]

@@ -79,13 +79,7 @@ def path_delta(batch: FeatureBatch, gold: Tensor, pred: Tensor, num_labels: int)
     p_pair = pred.roll(1) * L + pred
     edge_diff = has_prev & (g_pair != p_pair)  # [N]
     tokens = torch.nonzero(node_diff | edge_diff).squeeze(1)  # [K]
-    starts = batch.offsets[tokens]
-    counts = batch.offsets[tokens + 1] - starts  # [K] ids per token
-    excl = torch.cumsum(counts, 0) - counts
-    pos = torch.arange(int(counts.sum()), device=gold.device)
-    pos += torch.repeat_interleave(starts - excl, counts)
-    feats = batch.ids[pos].long()  # [M] feature ids
-    owner = torch.repeat_interleave(tokens, counts)  # [M] their tokens
+    feats, owner = batch.token_features(tokens)  # [M] feature ids, [M] their tokens
     node_on = node_diff[owner]
     edge_on = edge_diff[owner]
     nf, ef = feats[node_on], feats[edge_on]

@@ -13,6 +13,7 @@ N(0, 1)).  No autograd: learners write the tables directly (``updates.py``).
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -57,19 +58,29 @@ class ChainWeights(nn.Module):
         return node, edge.view(-1, L, L)
 
     def potentials(self, batch: FeatureBatch) -> Tensor:
-        """Potentials [B, T, L, L] of a padded batch (see ``decode/viterbi.py``).
+        """Potentials [B, T, L, L] of a padded batch (``chain_potentials``)."""
+        return chain_potentials(*self.token_scores(batch), batch)
 
-        potentials[b, t, i, j] = node[t, j] + edge[t, i, j] for t >= 1; at t = 0 there is no
-        previous label, so every row holds the node scores.  Padding positions are 0.
-        """
-        node, edge = self.token_scores(batch)  # [N, L], [N, L, L]
-        scores = edge + node.unsqueeze(1)  # [N, L, L]
-        scores[batch.first_token] = (
-            node[batch.first_token].unsqueeze(1).expand(-1, self.num_labels, -1)
-        )
-        B, T, L = batch.num_docs, batch.max_length, self.num_labels
-        if B == 1:
-            return scores.unsqueeze(0)
-        out = scores.new_zeros((B * T, L, L))
-        out[batch.flat_positions] = scores
-        return out.view(B, T, L, L)
+
+def chain_potentials(node: Tensor, edge: Tensor, batch: FeatureBatch) -> Tensor:
+    """Potentials [B, T, L, L] (from, to) of a batch from its token scores, out of place (autograd
+    runs through it: the CRF).
+
+    Args:
+        node: [N, L] node scores of the batch's tokens.
+        edge: [N, L, L] edge scores (from, to).
+        batch: the batch's layout (``first_token``, ``flat_positions``, ``lengths``).
+
+    potentials[b, t, i, j] = node[t, j] + edge[t, i, j] for t >= 1; at a document's first token
+    there is no previous label, so every row holds the node scores.  Padding positions are 0.
+    """
+    N, L = node.shape
+    scores = edge + node.unsqueeze(1)  # [N, L, L]
+    first = torch.zeros(N, dtype=torch.bool, device=node.device)
+    first[batch.first_token] = True
+    scores = torch.where(first.view(N, 1, 1), node.unsqueeze(1).expand(N, L, L), scores)
+    B, T = batch.num_docs, batch.max_length
+    if B == 1:
+        return scores.unsqueeze(0)
+    out = scores.new_zeros(B * T, L, L).index_copy(0, batch.flat_positions, scores)
+    return out.view(B, T, L, L)

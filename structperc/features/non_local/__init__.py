@@ -20,7 +20,6 @@ vectorised counterpart on a ``MentionBatch`` of n candidates -> counts [n, K+1, 
     document_index.py  ``DocumentIndex``: what all candidates of a document share
     mention_batch.py   ``MentionBatch``: all mentions of n candidates and their class counts
     vectorized.py      ``candidate_codes``: code counts [n, codes] of n candidates
-    timing.py          ``fake_candidates`` and a timing of ``NonLocalFeatures.vectorize``
 
 ``structperc.features.document.NonLocalFeatures`` holds the settings and the vocabulary (code ->
 feature id) and returns Φ^g of n candidates in CSR form for ``EmbeddingBag(G, 1, mode="sum")``.

@@ -13,8 +13,8 @@ import pytest
 from hydra_runs import compose_config, run_main
 
 from structperc.data.document import Document
-from structperc.joint.cascade import with_pos
-from structperc.joint.features import token_columns
+from structperc.data.label_chunk import with_pos
+from structperc.features.part_features import token_columns
 
 # (word, Penn POS, chunk) patterns of a toy grammar
 NPS = [
@@ -59,11 +59,10 @@ def _run(tmp_path, data_dir, experiment, extra, monkeypatch) -> dict:
 @pytest.mark.parametrize("experiment", ["conll00_joint", "conll00_cascade"])
 def test_experiments_compose(experiment):
     cfg = compose_config([f"+experiment={experiment}"])
-    assert cfg.task in ("joint", "cascade") and cfg.data.name == "conll2000"
+    assert cfg.task.name == experiment.split("_")[1] and cfg.data.name == "conll2000"
     assert cfg.data.train_docs == 447
-    assert compose_config([f"+experiment={experiment}", "learner=vp"]).learner._target_.endswith(
-        "VotedPerceptron"
-    )
+    vp = compose_config([f"+experiment={experiment}", "learner=vp"]).learner
+    assert vp._target_.endswith("perceptron.Perceptron") and vp.average
 
 
 @pytest.mark.parametrize("learner", ["mmvp", "vp"])
@@ -80,6 +79,22 @@ def test_joint_run_on_toy_data(tmp_path, toy_dir, monkeypatch, learner):
     assert r["history"][0]["backoff"] and not r["history"][1]["backoff"]
     lines = (tmp_path / "conll00_joint" / "test.pred.txt").read_text().split("\n")
     assert all(len(line.split()) == 5 for line in lines if line)
+    assert r["learner"] == learner.upper()
+
+
+def test_killed_joint_training_resumes_to_the_same_result(tmp_path, toy_dir, monkeypatch):
+    whole = _run(tmp_path / "a", toy_dir, "conll00_joint", ["trainer.max_epochs=3"], monkeypatch)
+    _run(tmp_path / "b", toy_dir, "conll00_joint", ["trainer.max_epochs=2"], monkeypatch)
+    resumed = _run(
+        tmp_path / "b",
+        toy_dir,
+        "conll00_joint",
+        ["trainer.max_epochs=3", "trainer.resume=true"],
+        monkeypatch,
+    )
+    assert resumed["resumed_from_epoch"] == 2 and resumed["epochs"] == 3
+    assert resumed["test"] == whole["test"]
+    assert [h["updates"] for h in resumed["history"]] == [h["updates"] for h in whole["history"]]
 
 
 def test_cascade_run_on_toy_data(tmp_path, toy_dir, monkeypatch):

@@ -26,7 +26,7 @@ noun phrases, B-NP / I-NP / O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -51,6 +51,23 @@ def collapse_pos(tag: str) -> str:
 def np_tags(chunk_tags: list[str]) -> list[str]:
     """IOB2 chunk tags -> noun-phrase tags B-NP / I-NP / O (every other chunk type becomes O)."""
     return [t if t in ("B-NP", "I-NP") else "O" for t in chunk_tags]
+
+
+def pos_labels(doc: Document) -> list[str]:
+    """The collapsed gold POS tags of a sentence (a POS tagger's labels)."""
+    return [collapse_pos(p) for p in doc.columns["pos"]]
+
+
+def np_labels(doc: Document) -> list[str]:
+    """The B-NP / I-NP / O tags of a sentence (an NP chunker's labels)."""
+    return np_tags(doc.tags or ["O"] * len(doc))
+
+
+def with_pos(docs: list[Document], pos: list[list[str]]) -> list[Document]:
+    """Copies of ``docs`` whose POS column is ``pos`` (a tagger's output, for a cascade)."""
+    return [
+        replace(d, columns={**d.columns, "pos": list(p)}) for d, p in zip(docs, pos, strict=True)
+    ]
 
 
 @dataclass(frozen=True)
@@ -140,26 +157,6 @@ def chunks(y: LabelChunk) -> list[tuple[int, int, int]]:
     ends = [s - 1 for s in starts[1:]] + [len(y) - 1]
     tags = y.chunk.tolist()
     return [(q, r, tags[q]) for q, r in zip(starts, ends, strict=True)]
-
-
-def parts(y: LabelChunk) -> list[tuple]:
-    """Every part of one sentence's structure in the paper's notation (tag ids, r inclusive).
-
-    ("pos_node", C, P, r), ("pos_edge", C, P0, P, r-1, r), ("chunk_node", C, q, r),
-    ("chunk_edge", C0, C, q-1, q).
-    """
-    pos = y.pos.tolist()
-    out: list[tuple] = []
-    spans = chunks(y)
-    for k, (q, r, c) in enumerate(spans):
-        for t in range(q, r + 1):
-            out.append(("pos_node", c, pos[t], t))
-            if t > q:
-                out.append(("pos_edge", c, pos[t - 1], pos[t], t - 1, t))
-        out.append(("chunk_node", c, q, r))
-        if k:
-            out.append(("chunk_edge", spans[k - 1][2], c, q - 1, q))
-    return out
 
 
 def token_codes(y: LabelChunk) -> tuple[Tensor, Tensor]:

@@ -29,9 +29,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from structperc.data.label_chunk import CHUNK_TAGS, POS_TAGS, LabelChunk
+from structperc.decode.label_chunk import LabelChunkPotentials
 from structperc.features.extract import FeatureMatrix
-from structperc.joint.dp import JointPotentials
-from structperc.joint.structure import CHUNK_TAGS, POS_TAGS, LabelChunk
 from structperc.model.batch import FeatureBatch, make_batch
 from structperc.model.updates import SparseDelta
 
@@ -39,7 +39,7 @@ GROUPS = ("pos_node", "pos_edge", "chunk_start", "chunk_end", "chunk_edge")
 
 
 @dataclass
-class JointBatch:
+class PartBatch:
     """The features of B sentences, one ``FeatureBatch`` per part type (same tokens in each)."""
 
     groups: dict[str, FeatureBatch]
@@ -52,16 +52,16 @@ class JointBatch:
     def lengths(self) -> Tensor:
         return self.any.lengths
 
-    def to(self, device: torch.device | str) -> JointBatch:
-        return JointBatch({g: b.to(device) for g, b in self.groups.items()})
+    def to(self, device: torch.device | str) -> PartBatch:
+        return PartBatch({g: b.to(device) for g, b in self.groups.items()})
 
 
-def make_joint_batch(mats: dict[str, FeatureMatrix], docs: list[int]) -> JointBatch:
+def make_part_batch(mats: dict[str, FeatureMatrix], docs: list[int]) -> PartBatch:
     """Gather sentences ``docs`` of every part type's features into one batch."""
-    return JointBatch({g: make_batch(m, docs) for g, m in mats.items()})
+    return PartBatch({g: make_batch(m, docs) for g, m in mats.items()})
 
 
-class JointWeights(nn.Module):
+class LabelChunkWeights(nn.Module):
     """The part tables of a label-chunk model over ``num_features[part type]`` features.
 
     Memory: sum over part types of F * width floats (see the module docstring).
@@ -99,7 +99,7 @@ class JointWeights(nn.Module):
         """The weight tensors by part type, [F, width] each."""
         return {g: t.weight for g, t in self.parts.items()}
 
-    def token_scores(self, batch: JointBatch) -> dict[str, Tensor]:
+    def token_scores(self, batch: PartBatch) -> dict[str, Tensor]:
         """Part type -> [N, width] scores of the parts read at each of the batch's N tokens."""
         out = {}
         for g, table in self.parts.items():
@@ -109,7 +109,7 @@ class JointWeights(nn.Module):
             )
         return out
 
-    def potentials(self, batch: JointBatch) -> JointPotentials:
+    def potentials(self, batch: PartBatch) -> LabelChunkPotentials:
         """Padded part scores of the batch (0 past each length)."""
         C, P = len(self.chunk_tags), len(self.pos_tags)
         fb = batch.any
@@ -123,7 +123,7 @@ class JointWeights(nn.Module):
         if self.maximal_outside:
             chunk_edge[:, :, 0, 0] = float("-inf")
         start, end = pad(scores["chunk_start"]), pad(scores["chunk_end"])  # [B, T, C]
-        return JointPotentials(
+        return LabelChunkPotentials(
             pos_node=pad(scores["pos_node"]).view(B, T, C, P),
             pos_edge=pad(scores["pos_edge"]).view(B, T, C, P, P),
             chunk_node=start.unsqueeze(2) + end.unsqueeze(1),  # [B, T(q), T(r), C]
@@ -162,13 +162,7 @@ def column_delta(fb: FeatureBatch, gold: Tensor, pred: Tensor, width: int) -> tu
     gives +1 at f * width + gold and -1 at f * width + pred.
     """
     tokens = torch.nonzero(gold != pred).squeeze(1)  # [K] tokens that differ
-    starts = fb.offsets[tokens]
-    counts = fb.offsets[tokens + 1] - starts  # [K] features per token
-    excl = torch.cumsum(counts, 0) - counts
-    at = torch.arange(int(counts.sum()), device=gold.device)
-    at += torch.repeat_interleave(starts - excl, counts)
-    feats = fb.ids[at].long()  # [M]
-    owner = torch.repeat_interleave(tokens, counts)  # [M]
+    feats, owner = fb.token_features(tokens)  # [M] feature ids, [M] their tokens
     g, p = gold[owner], pred[owner]
     index = torch.cat([feats[g >= 0] * width + g[g >= 0], feats[p >= 0] * width + p[p >= 0]])
     values = torch.ones(len(index), device=gold.device)
@@ -177,7 +171,7 @@ def column_delta(fb: FeatureBatch, gold: Tensor, pred: Tensor, width: int) -> tu
 
 
 def structure_delta(
-    weights: JointWeights, batch: JointBatch, gold: LabelChunk, pred: LabelChunk
+    weights: LabelChunkWeights, batch: PartBatch, gold: LabelChunk, pred: LabelChunk
 ) -> SparseDelta:
     """Phi(x, y*) - Phi(x, y') of flat structures ([N] each) over the batch's sentences."""
     C, P = len(weights.chunk_tags), len(weights.pos_tags)

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from structperc.data.document import Document
+from structperc.data.label_chunk import collapse_pos
 from structperc.features.extract import (
     KEY_SHIFT,
     FeatureMatrix,
@@ -43,7 +44,6 @@ from structperc.features.extract import (
     doc_index,
 )
 from structperc.features.templates import Template
-from structperc.joint.structure import collapse_pos
 
 TOKEN_TYPES: tuple[tuple[str, re.Pattern], ...] = (
     ("CAPITAL", re.compile(r"[A-Z][a-z]+")),

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from structperc.data.document import Document
-from structperc.joint.structure import (
+from structperc.data.label_chunk import (
     CHUNK_TAGS,
     POS_TAGS,
     LabelChunk,
@@ -17,9 +17,9 @@ from structperc.joint.structure import (
     from_tags,
     hamming,
     np_tags,
-    parts,
     to_tags,
 )
+from structperc.decode.label_chunk_reference import parts
 
 # Shimizu & Haas (2006) Tables 1 and 4
 TOKENS = "U.K. base rates are at their highest level in eight years .".split()

@@ -8,9 +8,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from structperc.joint.dp import JointPotentials, decode, structure_scores
-from structperc.joint.reference import brute_force, enumerate_structures, figure1, part_score
-from structperc.joint.structure import LabelChunk
+from structperc.data.label_chunk import LabelChunk
+from structperc.decode.label_chunk import LabelChunkPotentials, decode, structure_scores
+from structperc.decode.label_chunk_reference import (
+    brute_force,
+    enumerate_structures,
+    figure1,
+    part_score,
+)
 
 
 @st.composite
@@ -28,7 +33,7 @@ def potentials(draw, max_b: int = 3, max_t: int = 4):
     edge = r(B, T, C, C)
     if C > 1 and draw(st.booleans()):
         edge[:, :, 0, 0] = float("-inf")
-    return JointPotentials(r(B, T, C, P), r(B, T, C, P, P), r(B, T, T, C), edge, lengths)
+    return LabelChunkPotentials(r(B, T, C, P), r(B, T, C, P, P), r(B, T, T, C), edge, lengths)
 
 
 def sentence(y: LabelChunk, b: int, n: int) -> LabelChunk:
@@ -68,7 +73,7 @@ def test_batched_equals_one_at_a_time(pot):
     best, scores = decode(pot)
     for b in range(pot.lengths.shape[0]):
         n = int(pot.lengths[b])
-        one = JointPotentials(
+        one = LabelChunkPotentials(
             pot.pos_node[b : b + 1, :n],
             pot.pos_edge[b : b + 1, :n],
             pot.chunk_node[b : b + 1, :n, :n],
@@ -81,7 +86,7 @@ def test_batched_equals_one_at_a_time(pot):
 
 
 def test_length_one_and_forbidden_outside_pairs():
-    pot = JointPotentials(
+    pot = LabelChunkPotentials(
         torch.tensor([[[[0.0, 1.0]], [[2.0, 0.5]]]]).view(1, 1, 2, 2),
         torch.zeros(1, 1, 2, 2, 2),
         torch.zeros(1, 1, 1, 2),
@@ -98,7 +103,9 @@ def test_length_one_and_forbidden_outside_pairs():
     span[0, torch.arange(T), torch.arange(T), 0] = 5.0  # one-token O chunks are attractive
     edge = torch.zeros(1, T, 2, 2)
     edge[:, :, 0, 0] = float("-inf")
-    y, s = decode(JointPotentials(node, torch.zeros(1, T, 2, 1, 1), span, edge, torch.tensor([T])))
+    y, s = decode(
+        LabelChunkPotentials(node, torch.zeros(1, T, 2, 1, 1), span, edge, torch.tensor([T]))
+    )
     tags = y.chunk[0].tolist()
     starts = y.start[0].tolist()
     assert not any(tags[t] == 0 and tags[t - 1] == 0 and starts[t] for t in range(1, T))

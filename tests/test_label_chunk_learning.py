@@ -1,4 +1,5 @@
-"""Part features, Phi differences and the two update rules (closed forms), joint and chain."""
+"""The label-chunk structure: part features, Phi differences, the update rules on it (closed
+forms), training with the back-off, and batched prediction."""
 
 from __future__ import annotations
 
@@ -10,24 +11,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from structperc.data.document import Document
+from structperc.data.label_chunk import LabelChunk, from_document, from_tags, hamming
+from structperc.decode.label_chunk import structure_scores
+from structperc.decode.label_chunk_reference import parts
 from structperc.features.extract import FeatureMatrix
-from structperc.joint.dp import structure_scores
-from structperc.joint.features import PartFeatures, token_type
-from structperc.joint.learn import MaxMarginPerceptron, VotedPerceptron, max_margin_tau
-from structperc.joint.structure import LabelChunk, from_document, from_tags, hamming, parts
-from structperc.joint.train import JointProblem, fit_joint, predict_joint
-from structperc.joint.weights import (
-    JointWeights,
-    make_joint_batch,
+from structperc.features.part_features import PartFeatures, token_type
+from structperc.learn.max_margin import MaxMarginPerceptron, max_margin_tau
+from structperc.learn.perceptron import Perceptron
+from structperc.model.batch import make_batch
+from structperc.model.label_chunk_weights import (
+    LabelChunkWeights,
+    make_part_batch,
     part_columns,
     restrict,
     structure_delta,
 )
-from structperc.learn.perceptron import Perceptron
-from structperc.model.batch import make_batch
 from structperc.model.updates import Updater
-from structperc.model.weights import ChainWeights
-from structperc.train import FitSettings
+from structperc.structures.label_chunk import LabelChunkStructure, PartData
+from structperc.train import FitSettings, fit
 
 SENTS = [
     ("The cat sat on the mat .", "DT NN VBD IN DT NN .", "B I O O B I O"),
@@ -54,8 +55,8 @@ def model():
     return features, mats, gold
 
 
-def random_weights(features: PartFeatures, seed: int) -> JointWeights:
-    weights = JointWeights(features.num_features)
+def random_weights(features: PartFeatures, seed: int) -> LabelChunkWeights:
+    weights = LabelChunkWeights(features.num_features)
     gen = torch.Generator().manual_seed(seed)
     for t in weights.tables().values():
         t.copy_(torch.randint(-3, 4, t.shape, generator=gen).float())
@@ -79,7 +80,7 @@ def test_unlexicalized_rows_are_the_bias_and_token_type(model):
     assert int(rows["chunk_end"].sum()) == 0
 
 
-def naive_phi(features, mats, y: LabelChunk, d: int, weights: JointWeights) -> dict:
+def naive_phi(features, mats, y: LabelChunk, d: int, weights: LabelChunkWeights) -> dict:
     """Phi(x_d, y) as {(table, flat index): count}, from the part list of the paper's notation."""
     C, P = len(weights.chunk_tags), len(weights.pos_tags)
     lo = int(next(iter(mats.values())).doc_offsets[d])
@@ -119,10 +120,10 @@ def naive_phi(features, mats, y: LabelChunk, d: int, weights: JointWeights) -> d
 def test_delta_matches_parts_and_scores(model, d, seed):
     features, mats, gold = model
     weights = random_weights(features, seed)
-    batch = make_joint_batch(mats, [d])
+    batch = make_part_batch(mats, [d])
     lo, hi = (int(x) for x in mats["pos_node"].doc_offsets[d : d + 2])
     y_star = gold.slice(lo, hi)
-    y_pred = JointProblem(weights).decode(batch)
+    y_pred = LabelChunkStructure(weights).argmax(batch)
     delta = structure_delta(weights, batch, y_star, y_pred)
     pot = weights.potentials(batch)
     s = structure_scores(
@@ -174,15 +175,15 @@ def _one_update(model, learner, seed):
     features, mats, gold = model
     weights = random_weights(features, seed)
     updater = Updater(weights)
-    problem = JointProblem(weights)
+    structure = LabelChunkStructure(weights)
     d = seed % 4
-    batch = make_joint_batch(mats, [d])
+    batch = make_part_batch(mats, [d])
     lo, hi = (int(x) for x in mats["pos_node"].doc_offsets[d : d + 2])
     y_star = gold.slice(lo, hi)
-    y_pred = problem.decode(batch)
+    y_pred = structure.argmax(batch)
     delta = structure_delta(weights, batch, y_star, y_pred)
     before = delta.dot(weights.tables())
-    stats = learner.update(updater, problem, batch, y_star)
+    stats = learner.step(structure, updater, batch, y_star)
     after = delta.dot(weights.tables())
     return y_star, y_pred, delta, before, after, stats
 
@@ -190,7 +191,7 @@ def _one_update(model, learner, seed):
 @settings(max_examples=20, deadline=None)
 @given(st.integers(0, 10**6))
 def test_perceptron_update_moves_margin_by_norm(model, seed):
-    y_star, y_pred, delta, before, after, stats = _one_update(model, VotedPerceptron(), seed)
+    y_star, y_pred, delta, before, after, stats = _one_update(model, Perceptron(average=True), seed)
     if y_star.equal(y_pred):
         assert stats.updates == 0 and after == before
     else:
@@ -220,9 +221,11 @@ def test_clipped_max_margin_step_is_c(model):
 def test_restrict_keeps_unlexicalized_rows(model):
     features, mats, gold = model
     weights = random_weights(features, 3)
-    batch = make_joint_batch(mats, [0])
+    batch = make_part_batch(mats, [0])
     lo, hi = (int(x) for x in mats["pos_node"].doc_offsets[0:2])
-    delta = structure_delta(weights, batch, gold.slice(lo, hi), JointProblem(weights).decode(batch))
+    delta = structure_delta(
+        weights, batch, gold.slice(lo, hi), LabelChunkStructure(weights).argmax(batch)
+    )
     rows = features.unlexicalized_rows()
     kept = restrict(delta, rows, weights.widths)
     for g, (idx, _) in kept.parts.items():
@@ -231,46 +234,33 @@ def test_restrict_keeps_unlexicalized_rows(model):
 
 def test_backoff_epoch_leaves_lexicalized_weights_at_zero(model):
     features, mats, gold = model
-    weights = JointWeights(features.num_features)
+    weights = LabelChunkWeights(features.num_features)
     updater = Updater(weights, average=True)
     rows = features.unlexicalized_rows()
+    structure = LabelChunkStructure(weights)
+    structure.trainable = rows
     one_epoch = FitSettings(max_epochs=1, progress=False)
-    fit_joint(MaxMarginPerceptron(), updater, mats, gold, one_epoch, unlexicalized=rows)
+    fit(MaxMarginPerceptron(), structure, updater, PartData(mats, gold), one_epoch)
     for g, table in weights.tables().items():
         assert (table[~rows[g]] == 0).all()
     assert any(table.abs().sum() > 0 for table in weights.tables().values())
 
 
-@pytest.mark.parametrize("learner", [VotedPerceptron(), MaxMarginPerceptron()])
+@pytest.mark.parametrize("learner", [Perceptron(average=True), MaxMarginPerceptron()])
 def test_separable_toy_set_is_learned(model, learner):
     features, mats, gold = model
-    weights = JointWeights(features.num_features)
+    weights = LabelChunkWeights(features.num_features)
     up_to_30 = FitSettings(max_epochs=30, progress=False)
-    result = fit_joint(learner, Updater(weights), mats, gold, up_to_30, backoff_epochs=0)
+    structure = LabelChunkStructure(weights)
+    result = fit(learner, structure, Updater(weights), PartData(mats, gold), up_to_30)
     assert result.history[-1].errors == 0
-
-
-def test_chain_step_equals_the_chain_perceptron():
-    corpus = docs()
-    features = PartFeatures({"token": [(), (("w", 0),), (("w", -1),)]}).fit(corpus)
-    mats = features.transform(corpus)["token"]
-    labels = torch.tensor([["O", "B-NP", "I-NP"].index(t[:4]) for d in corpus for t in d.tags])
-    outs = []
-    for learner in (VotedPerceptron(average=False), Perceptron(average=False)):
-        weights = ChainWeights(features.num_features["token"], ["O", "B-NP", "I-NP"])
-        updater = Updater(weights)
-        for _ in range(2):
-            for d in range(4):
-                lo, hi = (int(x) for x in mats.doc_offsets[d : d + 2])
-                learner.step(updater, make_batch(mats, [d]), labels[lo:hi])
-        outs.append({n: t.clone() for n, t in weights.tables().items()})
-    assert all(torch.equal(outs[0][n], outs[1][n]) for n in outs[0])
 
 
 def test_predict_batched_equals_one_at_a_time(model):
     features, mats, _ = model
     weights = random_weights(features, 11)
-    one = predict_joint(weights, mats, batch_size=1)
-    many = predict_joint(weights, mats, batch_size=3)
+    structure = LabelChunkStructure(weights)
+    one = structure.predict(PartData(mats), batch_size=1)
+    many = structure.predict(PartData(mats), batch_size=3)
     assert all(a.equal(b) for a, b in zip(one, many, strict=True))
     assert [len(y) for y in one] == [len(s[0].split()) for s in SENTS]

@@ -1,6 +1,6 @@
 """The exact label-chunk DP of Shimizu & Haas (2006, Figure 1), batched as tensor operations.
 
-Scores of the parts (``JointPotentials``; C chunk tags, P POS tags, positions 0..n-1):
+Scores of the parts (``LabelChunkPotentials``; C chunk tags, P POS tags, positions 0..n-1):
 
     a[r, C, P]        POS node <C, P, r>
     e[r, C, P0, P]    POS transition <C, P0, P, r-1, r>         (r >= 1)
@@ -41,11 +41,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from structperc.joint.structure import LabelChunk
+from structperc.data.label_chunk import LabelChunk
 
 
 @dataclass(frozen=True)
-class JointPotentials:
+class LabelChunkPotentials:
     """Part scores of a padded batch of B sentences (T the longest), no autograd.
 
     pos_node:   [B, T, C, P]        a[b, r, C, P]
@@ -67,7 +67,7 @@ class JointPotentials:
         return tuple(self.pos_node.shape)  # type: ignore[return-value]
 
 
-def decode(pot: JointPotentials) -> tuple[LabelChunk, Tensor]:
+def decode(pot: LabelChunkPotentials) -> tuple[LabelChunk, Tensor]:
     """The best structures ([B, T] each, padded) and their scores [B].
 
     Time O(B n^2 C P^2) in n steps of about ten tensor operations; memory O(B n^2 C P).  The label
@@ -145,7 +145,7 @@ def backtrace(
     return torch.from_numpy(pos), torch.from_numpy(chunk), torch.from_numpy(start)
 
 
-def structure_scores(pot: JointPotentials, y: LabelChunk) -> Tensor:
+def structure_scores(pot: LabelChunkPotentials, y: LabelChunk) -> Tensor:
     """s(y) [B] of padded structures y ([B, T] each) under ``pot``: the sum of their parts."""
     B, T, C, P = pot.shape
     device = pot.pos_node.device

@@ -1,8 +1,8 @@
 """Timing of ``NonLocalFeatures.vectorize`` on fake n-best lists of a CoNLL document.
 
-    python -m structperc.features.non_local.timing TRAIN.txt [N ...]
+    python experiments/bench/nonlocal_timing.py TRAIN.txt [N ...]
 
-(also ``python -m structperc.features.document TRAIN.txt [N ...]``).  The candidates are the
+The candidates are the
 gold labeling and n - 1 copies with 1-3 labels changed near its entities (``fake_candidates``).
 """
 

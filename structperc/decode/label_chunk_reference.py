@@ -4,7 +4,7 @@
 q outer, length inner, then C, C0, P, P0 — on Python floats, with back-pointers added to recover
 the structure (the paper: "maintain back pointers to the items that gave rise to each item").
 ``enumerate_structures`` lists every segmentation x every chunk tag per chunk x every POS tag
-per token, and ``part_score`` scores a structure part by part from ``structure.parts``.
+per token, ``parts`` lists the parts of a structure and ``part_score`` scores it part by part.
 """
 
 from __future__ import annotations
@@ -14,18 +14,38 @@ from collections.abc import Iterator
 
 import torch
 
-from structperc.joint.dp import JointPotentials
-from structperc.joint.structure import LabelChunk, parts
+from structperc.data.label_chunk import LabelChunk, chunks
+from structperc.decode.label_chunk import LabelChunkPotentials
 
 NEG = float("-inf")
 
 
-def part_score(pot: JointPotentials | tuple, b: int, y: LabelChunk) -> float:
+def parts(y: LabelChunk) -> list[tuple]:
+    """Every part of one sentence's structure in the paper's notation (tag ids, r inclusive).
+
+    ("pos_node", C, P, r), ("pos_edge", C, P0, P, r-1, r), ("chunk_node", C, q, r),
+    ("chunk_edge", C0, C, q-1, q).
+    """
+    pos = y.pos.tolist()
+    out: list[tuple] = []
+    spans = chunks(y)
+    for k, (q, r, c) in enumerate(spans):
+        for t in range(q, r + 1):
+            out.append(("pos_node", c, pos[t], t))
+            if t > q:
+                out.append(("pos_edge", c, pos[t - 1], pos[t], t - 1, t))
+        out.append(("chunk_node", c, q, r))
+        if k:
+            out.append(("chunk_edge", spans[k - 1][2], c, q - 1, q))
+    return out
+
+
+def part_score(pot: LabelChunkPotentials | tuple, b: int, y: LabelChunk) -> float:
     """s(y) of sentence b: the sum of the scores of the parts of y (one sentence, [n] tensors).
 
     ``pot`` may also be ``as_lists(pot, b)``, to score many structures of one sentence.
     """
-    a, e, s, g = as_lists(pot, b) if isinstance(pot, JointPotentials) else pot
+    a, e, s, g = as_lists(pot, b) if isinstance(pot, LabelChunkPotentials) else pot
     total = 0.0
     for part in parts(y):
         kind = part[0]
@@ -44,7 +64,7 @@ def part_score(pot: JointPotentials | tuple, b: int, y: LabelChunk) -> float:
     return total
 
 
-def as_lists(pot: JointPotentials, b: int) -> tuple[list, list, list, list]:
+def as_lists(pot: LabelChunkPotentials, b: int) -> tuple[list, list, list, list]:
     """Sentence b's part scores as nested Python lists (a, e, s, g)."""
     return (
         pot.pos_node[b].tolist(),
@@ -77,7 +97,7 @@ def enumerate_structures(n: int, num_chunk: int, num_pos: int) -> Iterator[Label
                 )
 
 
-def brute_force(pot: JointPotentials, b: int) -> tuple[float, list[LabelChunk]]:
+def brute_force(pot: LabelChunkPotentials, b: int) -> tuple[float, list[LabelChunk]]:
     """The best score of sentence b over every structure, and all structures that reach it."""
     _, _, C, P = pot.shape
     n = int(pot.lengths[b])
@@ -92,7 +112,7 @@ def brute_force(pot: JointPotentials, b: int) -> tuple[float, list[LabelChunk]]:
     return best, argmax
 
 
-def figure1(pot: JointPotentials, b: int) -> tuple[float, LabelChunk]:
+def figure1(pot: LabelChunkPotentials, b: int) -> tuple[float, LabelChunk]:
     """Figure 1's DP on sentence b, loop for loop, plus back-pointers: (best score, structure).
 
     label[q][r][C][P] and chunk[r][C] use the paper's exclusive end r (chunk [q, r-1]).

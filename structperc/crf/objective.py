@@ -1,0 +1,177 @@
+"""The CRF's training objective and its gradient, over length-sorted buckets of documents.
+
+A linear-chain CRF (Lafferty et al. 2001) on ``ChainWeights`` (token scores S = X W, potentials
+as in ``model.weights.chain_potentials``) is trained by minimising the negative log-likelihood
+with a Gaussian prior (Chen & Rosenfeld 2000), as in Kazama & Torisawa's (2007) CRF baseline:
+
+    f(w) = sum_d [log Z(x_d) - s(x_d, y*_d)] + ||w||^2 / (2 sigma^2),
+    grad f = sum_d [E_{p(y|x_d)} Phi(x_d, y) - Phi(x_d, y*_d)] + w / sigma^2.
+
+The expectation is the marginals, obtained as the gradient of torch-struct's log-partition by
+autograd (``adapter.py``); the chain rule through the sparse lookups (``lookup.py``) turns the
+per-token gradients into table gradients.  Documents go through the DP in buckets of similar
+length (``make_buckets``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+
+from structperc.crf.adapter import nll
+from structperc.crf.lookup import TransposedIndex, lookup
+from structperc.crf.semiring import get_semiring
+from structperc.features.extract import FeatureMatrix
+from structperc.model.batch import FeatureBatch, make_batch
+from structperc.model.weights import ChainWeights, chain_potentials
+
+if TYPE_CHECKING:  # annotations only
+    from structperc.crf.learner import CRF
+
+
+@dataclass
+class Bucket:
+    """Documents decoded together: their batch layout, gold labels and global token positions.
+
+    batch:  FeatureBatch of the documents (CSR features, lengths, layout maps).
+    gold:   [B, T] long gold labels, -1 past each length.
+    labels: [N_b] long gold labels of the bucket's tokens (batch token order).
+    tokens: [N_b] long positions of the bucket's tokens in the whole training set.
+    index:  X^T of the bucket's tokens (mini-batch training only).
+    """
+
+    batch: FeatureBatch
+    gold: Tensor
+    labels: Tensor
+    tokens: Tensor
+    index: TransposedIndex | None = None
+
+    @property
+    def num_docs(self) -> int:
+        return self.batch.num_docs
+
+
+def length_buckets(lengths: list[int], budget: int) -> list[list[int]]:
+    """Documents sorted by length, grouped so that B * (longest length) <= ``budget``.
+
+    A document longer than the budget gets a bucket of its own.
+    """
+    order = sorted(range(len(lengths)), key=lambda d: (lengths[d], d))
+    buckets: list[list[int]] = []
+    current: list[int] = []
+    for d in order:
+        if current and (len(current) + 1) * lengths[d] > budget:
+            buckets.append(current)
+            current = []
+        current.append(d)
+    if current:
+        buckets.append(current)
+    return buckets
+
+
+def make_buckets(
+    features: FeatureMatrix,
+    labels: Tensor,
+    budget: int,
+    *,
+    with_index: bool,
+    num_features: int,
+    device: str | torch.device,
+) -> list[Bucket]:
+    """``Bucket``s of all documents of ``features`` (gold ``labels`` [N] over all tokens)."""
+    doc_offsets = features.doc_offsets
+    lengths = (doc_offsets[1:] - doc_offsets[:-1]).tolist()
+    out = []
+    for docs in length_buckets(lengths, budget):
+        batch = make_batch(features, docs)
+        tokens = torch.cat(
+            [torch.arange(int(doc_offsets[d]), int(doc_offsets[d + 1])) for d in docs]
+        )
+        gold_tokens = labels[tokens]  # [N_b]
+        index = (
+            TransposedIndex.build(batch.ids, batch.offsets, num_features).to(device)
+            if with_index
+            else None
+        )
+        out.append(
+            Bucket(
+                batch=batch.to(device),
+                gold=batch.pad(gold_tokens).to(device),
+                labels=gold_tokens.to(device),
+                tokens=tokens.to(device),
+                index=index,
+            )
+        )
+    return out
+
+
+def dtype_of(name: str) -> torch.dtype:
+    return torch.float64 if name == "float64" else torch.float32
+
+
+def bucket_loss(learner: CRF, scores: Tensor, bucket: Bucket, num_labels: int) -> Tensor:
+    """Sum of -log p(y* | x) over the bucket's documents, from their token scores.
+
+    scores: [N_b, L + L*L] token scores (node, then edge flattened (from, to)), requires grad.
+    """
+    L = num_labels
+    node, edge = scores[:, :L], scores[:, L:].reshape(-1, L, L)
+    potentials = chain_potentials(node, edge, bucket.batch)  # [B, T, L, L]
+    loss = nll(potentials, bucket.batch.lengths, bucket.gold, get_semiring(learner.semiring))
+    return loss.sum()
+
+
+def posterior_errors(node_grad: Tensor, labels: Tensor) -> int:
+    """Tokens whose most probable label (marginal = node gradient + gold one-hot) is wrong."""
+    marg = node_grad.detach().clone()
+    marg[torch.arange(len(labels), device=labels.device), labels] += 1.0
+    return int((marg.argmax(dim=1) != labels).sum())
+
+
+def full_objective(
+    learner: CRF,
+    weights: ChainWeights,
+    features: FeatureMatrix,
+    index: TransposedIndex,
+    buckets: list[Bucket],
+) -> tuple[float, float, list[Tensor], int]:
+    """f(w), sum_d nll_d, [grad_node [F, L], grad_edge [F, L*L]], posterior token errors.
+
+    One lookup over all training tokens; per bucket, the DP and its backward pass into the
+    token scores; one transposed lookup for the table gradients; the prior added in closed form.
+    """
+    L = weights.num_labels
+    dtype = dtype_of(learner.dtype)
+    tables = [weights.node.weight, weights.edge.weight]
+    leaves = [t.detach().requires_grad_(True) for t in tables]
+    ids, offsets = features.ids, features.offsets
+    with torch.enable_grad():
+        token_node = lookup(leaves[0], ids, offsets, index)  # [N, L]
+        token_edge = lookup(leaves[1], ids, offsets, index)  # [N, L*L]
+    scores = torch.cat([token_node, token_edge], dim=1).detach()  # [N, L + L*L]
+    grad_scores = torch.zeros_like(scores)
+    total, errors = 0.0, 0
+    for bucket in buckets:
+        s = scores[bucket.tokens].to(dtype).requires_grad_(True)  # [N_b, L + L*L]
+        with torch.enable_grad():
+            loss = bucket_loss(learner, s, bucket, L)
+            loss.backward()
+        grad_scores[bucket.tokens] = s.grad.to(grad_scores.dtype)
+        total += float(loss.detach())
+        errors += posterior_errors(s.grad[:, :L], bucket.labels)
+    torch.autograd.backward([token_node, token_edge], [grad_scores[:, :L], grad_scores[:, L:]])
+    grads = []
+    sq = 0.0
+    for w, leaf in zip(tables, leaves, strict=True):
+        g = leaf.grad.to_dense() if leaf.grad.is_sparse else leaf.grad
+        g.add_(w, alpha=1.0 / learner.sigma2)
+        grads.append(g)
+        sq += float(torch.dot(w.view(-1), w.view(-1)))
+    return total + sq / (2.0 * learner.sigma2), total, grads, errors
+
+
+def features_cpu(features: FeatureMatrix) -> FeatureMatrix:
+    return FeatureMatrix(*(t.cpu() for t in features.tensors().values()))

@@ -1,0 +1,183 @@
+"""The first-order chain: sequence labeling with node and edge features (Collins 2002a).
+
+A labeling of a document x_0..x_{n-1} is one label per token; with the ``ChainWeights`` tables
+its score is
+
+    s(x, y) = sum_t sum_{f in x_t} node[f, y_t] + edge[f, y_{t-1} * L + y_t]   (no edge at t = 0)
+
+read off the potentials [B, T, L, L] (``model.weights.chain_potentials``).  The decoders are
+batched Viterbi and exact n-best (``decode/viterbi.py``, ``decode/nbest.py``); the feature
+difference of two labelings is ``model.updates.path_delta``; the loss is the Hamming distance.
+``constraints="iob2"`` puts -inf on the moves IOB2 forbids before any decoding
+(``decode/constraints.py``).  The CRF (``structperc.crf``) is a learner of this structure: it
+offers "marginals" through torch-struct.
+
+Prediction over a data set (``predict``) scores ``batch_size`` consecutive documents in one
+lookup and decodes them with ``viterbi_packed``: sorted by length and packed time-major, without
+padding.  Memory: ~100 floats per token of a batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from structperc.data.document import Document
+from structperc.decode.constraints import allowed_transitions, constrain, constrain_tokens
+from structperc.decode.nbest import nbest
+from structperc.decode.scores import path_scores
+from structperc.decode.viterbi import viterbi, viterbi_packed
+from structperc.features.extract import FeatureMatrix
+from structperc.model.batch import FeatureBatch, length_sorted_batches, make_batch, packed_order
+from structperc.model.updates import SparseDelta, path_delta
+from structperc.model.weights import ChainWeights
+
+
+@dataclass
+class ChainData:
+    """D documents as a chain reads them.
+
+    features:  CSR features of every token (``FeatureMatrix``: D documents, N tokens).
+    labels:    [N] gold label ids of every token, or None (prediction).
+    documents: the ``Document``s themselves (the rescoring structure reads their tokens).
+    """
+
+    features: FeatureMatrix
+    labels: Tensor | None = None
+    documents: list[Document] | None = None
+
+    unit = "doc"  # what an instance is, for progress bars
+
+    def __len__(self) -> int:
+        return self.features.num_docs
+
+    @property
+    def num_tokens(self) -> int:
+        return self.features.num_tokens
+
+    def gold(self, d: int) -> Tensor:
+        """The gold label ids [T] of document d."""
+        if self.labels is None:
+            raise ValueError("these documents carry no gold labels")
+        offsets = self.features.doc_offsets
+        return self.labels[int(offsets[d]) : int(offsets[d + 1])]
+
+
+class ChainStructure:
+    """A first-order chain over ``weights`` (``ChainWeights`` or a subclass).
+
+    Args:
+        weights: the node and edge tables.
+        constraints: ``"none"`` or ``"iob2"`` (labels must be IOB2 tags).
+    """
+
+    capabilities = frozenset({"argmax", "nbest", "marginals"})
+
+    def __init__(self, weights: ChainWeights, constraints: str = "none"):
+        self.weights = weights
+        self.constraints = constraints
+        self.allowed: tuple[Tensor, Tensor] | None = None
+        if constraints != "none":
+            self.allowed = allowed_transitions(weights.labels, constraints)
+
+    @property
+    def num_labels(self) -> int:
+        return self.weights.num_labels
+
+    def instance(self, data: ChainData, d: int, device) -> tuple[FeatureBatch, Tensor]:
+        """Document d as a one-document batch, and its gold label ids [T]."""
+        return make_batch(data.features, [d]).to(device), data.gold(d).to(device)
+
+    def potentials(self, batch: FeatureBatch) -> Tensor:
+        """Potentials [B, T, L, L] (from, to), constrained when the structure has constraints."""
+        potentials = self.weights.potentials(batch)
+        if self.allowed is None:
+            return potentials
+        return constrain(potentials, *self.allowed)
+
+    def argmax(self, batch: FeatureBatch) -> Tensor:
+        """Viterbi label ids [N] of the batch's tokens."""
+        paths, _ = viterbi(self.potentials(batch), batch.lengths)  # [B, T]
+        return batch.unpad(paths)  # [N]
+
+    def nbest(self, batch: FeatureBatch, n: int) -> tuple[Tensor, Tensor]:
+        """The n best labelings [n, T] (-1 rows past the existing ones) and scores [n] of a
+        one-document batch, best first (``decode.nbest.nbest``)."""
+        paths, scores = nbest(self.potentials(batch), batch.lengths, n)  # [1, n, T], [1, n]
+        return paths[0], scores[0]
+
+    def score(self, batch: FeatureBatch, labels: Tensor) -> Tensor:
+        """s(x, y) [B] of label ids [N] of the batch's tokens."""
+        padded = batch.pad(labels).unsqueeze(1)  # [B, 1, T]
+        return path_scores(self.potentials(batch), batch.lengths, padded)[:, 0]
+
+    def delta(self, batch: FeatureBatch, gold: Tensor, pred: Tensor) -> SparseDelta:
+        """Φ(x, gold) − Φ(x, pred) of label ids [N] (``path_delta``)."""
+        return path_delta(batch, gold, pred, self.num_labels)
+
+    def errors(self, gold: Tensor, pred: Tensor) -> int:
+        return int((gold != pred).sum())
+
+    def loss(self, gold: Tensor, pred: Tensor) -> float:
+        """Hamming loss: labels that differ."""
+        return float((gold != pred).sum())
+
+    @torch.no_grad()
+    def predict(
+        self,
+        data: ChainData,
+        *,
+        batch_size: int = 256,
+        device: str | torch.device = "cpu",
+        progress: bool = False,
+    ) -> list[list[int]]:
+        """Viterbi label ids of every document of ``data``.
+
+        ``batch_size`` documents at a time (consecutive ones, so their CSR rows are one slice)
+        are scored in one lookup and decoded together by ``viterbi_packed``.  ``batch_size=1``
+        decodes each document alone with the blocked scan instead.
+        """
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        features = data.features
+        out: list[list[int]] = [[] for _ in range(features.num_docs)]
+        if batch_size == 1:
+            for docs, batch in length_batches(features, 1, device, progress):
+                paths, _ = viterbi(self.potentials(batch), batch.lengths)  # [1, T]
+                out[docs[0]] = paths[0].tolist()
+            return out
+        doc_offsets = features.doc_offsets
+        starts = range(0, features.num_docs, batch_size)
+        for d0 in tqdm(starts, desc="decode", unit="batch", disable=not progress, leave=False):
+            d1 = min(d0 + batch_size, features.num_docs)
+            s, e = int(doc_offsets[d0]), int(doc_offsets[d1])
+            lo, hi = int(features.offsets[s]), int(features.offsets[e])
+            node, edge = self.weights.csr_scores(
+                features.ids[lo:hi].to(device), (features.offsets[s : e + 1] - lo).to(device)
+            )  # [N, L], [N, L, L]
+            if self.allowed is not None:
+                first = torch.zeros(e - s, dtype=torch.bool, device=node.device)
+                first[(doc_offsets[d0:d1] - s).to(node.device)] = True
+                node, edge = constrain_tokens(node, edge, first, *self.allowed)
+            perm, sizes = packed_order(doc_offsets[d0 : d1 + 1] - s)  # [N], [T]
+            perm = perm.to(device)
+            labels = torch.empty(e - s, dtype=torch.long, device=device)
+            labels[perm] = viterbi_packed(node[perm], edge[perm], sizes)
+            flat = labels.tolist()
+            for d in range(d0, d1):
+                out[d] = flat[int(doc_offsets[d]) - s : int(doc_offsets[d + 1]) - s]
+        return out
+
+
+def length_batches(
+    features: FeatureMatrix, batch_size: int, device, progress: bool
+) -> Iterator[tuple[list[int], FeatureBatch]]:
+    """(document indices, FeatureBatch) for batches of documents of similar length."""
+    lengths = (features.doc_offsets[1:] - features.doc_offsets[:-1]).tolist()
+    batches = length_sorted_batches(lengths, batch_size)
+    for docs in tqdm(batches, desc="decode", unit="batch", disable=not progress, leave=False):
+        yield docs, make_batch(features, docs).to(device)

@@ -1,0 +1,214 @@
+"""The tagging task: sequence labeling (CoNLL-2003 NER) end to end, from plain objects.
+
+``run.py`` builds the pieces from the Hydra config and calls ``run_tagging``; everything here
+takes ordinary arguments, so tests and scripts use it without Hydra.  The structure is chosen
+once, by what the learner requires (``build_structure``): the first-order chain, or Kazama &
+Torisawa's document rescoring with non-local features for the learners that need it (Alg.
+4.1/4.2).  A run writes into its output folder:
+
+    results.json          dev/test precision, recall, F1, epochs, stopped_by, timings, history
+    model.safetensors     weight tables and feature keys   } loading never runs code
+    model.json            labels, feature settings, vocab  }
+    checkpoint/           the last epoch's weights (``trainer.resume=true`` continues from it)
+    tb/                   TensorBoard events
+    {dev,test}.pred.txt   the documents with the predicted tag as last column
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import torch
+
+from structperc.checkpoint import Checkpoint
+from structperc.data.conll import write_conll
+from structperc.data.document import Document
+from structperc.data.tags import encode_labels, label_set
+from structperc.eval.chunks import ChunkScores, evaluate
+from structperc.features.cache import extract_features
+from structperc.features.document import NonLocalFeatures
+from structperc.features.pipeline import LocalFeatures
+from structperc.model.document_weights import DocumentWeights
+from structperc.model.files import load_model, save_model
+from structperc.model.updates import Updater
+from structperc.model.weights import ChainWeights
+from structperc.monitor import Monitor
+from structperc.structures.chain import ChainData, ChainStructure
+from structperc.structures.rescoring import DocumentRescoring
+from structperc.tasks.report import chunk_scores, epoch_reporter, finish, history_rows
+from structperc.train import FitSettings, fit
+
+log = logging.getLogger(__name__)
+
+
+def build_structure(
+    learner,
+    num_features: int,
+    labels: list[str],
+    train: list[Document],
+    doc_features: NonLocalFeatures | None = None,
+    *,
+    n_test: int = 100,
+    constraints: str = "none",
+) -> tuple[ChainStructure | DocumentRescoring, ChainStructure | DocumentRescoring]:
+    """(the structure, the one that evaluates during training) for ``learner``.
+
+    A learner that requires "rescoring" gets the document rescoring structure (``doc_features``
+    fitted on ``train``, default ``NonLocalFeatures()``), rescoring the ``n_test`` best at
+    prediction and the learner's own n-best size during training; any other the chain.
+    """
+    if "rescoring" not in learner.requires:
+        structure = ChainStructure(ChainWeights(num_features, labels), constraints)
+        return structure, structure
+    doc_features = doc_features if doc_features is not None else NonLocalFeatures()
+    doc_features.fit(train, labels)
+    weights = DocumentWeights(num_features, labels, doc_features.num_features)
+    structure = DocumentRescoring(weights, doc_features, n=n_test, constraints=constraints)
+    return structure, structure.with_n(learner.nbest)
+
+
+def structure_from_model(
+    weights: ChainWeights, info: dict, *, n: int | None = None, constraints: str | None = None
+) -> ChainStructure | DocumentRescoring:
+    """The structure of a saved model (``model.files.load_model``'s weights and info).
+
+    A model with non-local features rescores the ``n`` best (default: the n' it was saved
+    with); ``constraints`` defaults to the model's own.
+    """
+    constraints = constraints or info.get("constraints", "none")
+    if "document_features" in info:
+        n = n or info.get("n_test", 100)
+        return DocumentRescoring(weights, info["document_features"], n, constraints)
+    return ChainStructure(weights, constraints)
+
+
+def load_tagger(
+    model_dir: str | Path, *, n: int | None = None, constraints: str | None = None
+) -> tuple[ChainStructure | DocumentRescoring, LocalFeatures]:
+    """(structure, fitted local features) of the model in ``model_dir``."""
+    weights, features, info = load_model(model_dir)
+    return structure_from_model(weights, info, n=n, constraints=constraints), features
+
+
+def score_predictions(
+    labels: list[str], docs: list[Document], pred_ids: list[list[int]]
+) -> tuple[ChunkScores, list[list[str]]]:
+    """conlleval scores of predicted label ids against the documents' tags, and the tags."""
+    pred = [[labels[i] for i in p] for p in pred_ids]
+    return evaluate([d.tags for d in docs], pred), pred
+
+
+def run_tagging(
+    *,
+    corpus: dict[str, list[Document]],
+    features: LocalFeatures,
+    learner,
+    out_dir: Path,
+    cache_dir: str | Path | None,
+    cache_key: dict,
+    settings: FitSettings,
+    eval_every: int,
+    batch_size: int,
+    save: bool,
+    write_predictions: bool,
+    hparams: dict,
+    checkpoint: bool = True,
+    resume: bool = False,
+    doc_features: NonLocalFeatures | None = None,
+    n_test: int = 100,
+    constraints: str = "none",
+) -> dict:
+    """Train on ``corpus["train"]`` for the epochs of ``settings``, evaluate on dev/test, write
+    results; returns the results."""
+    t_job = time.perf_counter()
+    device = settings.device
+    torch.manual_seed(settings.seed)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    features, mats, feat_seconds, hit = extract_features(features, corpus, cache_dir, cache_key)
+    labels = label_set(corpus["train"])
+    data = {s: ChainData(mats[s], documents=docs) for s, docs in corpus.items()}
+    data["train"].labels = encode_labels(corpus["train"], labels)
+    structure, during_training = build_structure(
+        learner,
+        features.num_features,
+        labels,
+        corpus["train"],
+        doc_features,
+        n_test=n_test,
+        constraints=constraints,
+    )
+    weights = structure.weights.to(device)
+    updater = Updater(weights, average=learner.average)
+    monitor = Monitor(out_dir / "tb")
+    eval_split = "dev" if "dev" in corpus else "test"
+    log.info(
+        "%d features, %d labels, %d training documents (%d tokens); learner %s",
+        features.num_features,
+        len(labels),
+        len(corpus["train"]),
+        data["train"].num_tokens,
+        learner.name,
+    )
+
+    def decode(split: str, structure=structure) -> list[list[int]]:
+        return structure.predict(data[split], batch_size=batch_size, device=device)
+
+    def evaluate_during_training() -> dict[str, float]:
+        s, _ = score_predictions(labels, corpus[eval_split], decode(eval_split, during_training))
+        return {"f1": s.f1, "precision": s.precision, "recall": s.recall}
+
+    result = fit(
+        learner,
+        structure,
+        updater,
+        data["train"],
+        settings,
+        on_epoch=epoch_reporter(
+            monitor,
+            updater,
+            every=eval_every,
+            split=eval_split,
+            evaluate=evaluate_during_training,
+            record=("f1",),
+        ),
+        checkpoint=Checkpoint(out_dir / "checkpoint", {"labels": labels}) if checkpoint else None,
+        resume=resume,
+    )
+    updater.finalize()
+
+    results: dict = {
+        "epochs": result.epochs,
+        "stopped_by": result.stopped_by,
+        "train_seconds": result.train_seconds,
+        "bpm_seconds": result.bpm_seconds,
+        "resumed_from_epoch": result.resumed_from,
+        "feature_seconds": feat_seconds,
+        "feature_cache_hit": hit,
+        "num_features": features.num_features,
+        "labels": labels,
+    }
+    for split in ("dev", "test"):
+        if split not in corpus:
+            continue
+        t0 = time.perf_counter()
+        s, pred = score_predictions(labels, corpus[split], decode(split))
+        results[split] = chunk_scores(s) | {"decode_seconds": time.perf_counter() - t0}
+        log.info("%s: P %.2f R %.2f F1 %.2f", split, s.precision, s.recall, s.f1)
+        if write_predictions:
+            write_conll(out_dir / f"{split}.pred.txt", corpus[split], pred)
+    results["history"] = history_rows(result.history)
+    results["hparams"] = hparams
+    if save:
+        info = {"results": {k: results.get(k) for k in ("dev", "test")}, "n_test": n_test}
+        info["constraints"] = constraints
+        rescoring = isinstance(structure, DocumentRescoring)
+        doc_features = structure.doc_features if rescoring else None
+        save_model(out_dir, weights, features, info, doc_features=doc_features)
+    # this process, from the corpus in memory to here: features (or the cache), BPM, training,
+    # evaluation, model file
+    results["job_seconds"] = time.perf_counter() - t_job
+    final = {f"{s}_f1": results[s]["f1"] for s in ("dev", "test") if s in results}
+    finish(out_dir, monitor, results, final)
+    return results
