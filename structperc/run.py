@@ -33,16 +33,8 @@ TASKS = ("tagging", "joint", "cascade")
 def fit_settings(cfg: DictConfig) -> FitSettings:
     """The training loop's settings: ``trainer.{max_epochs,tol,patience,shuffle,progress}``,
     ``seed`` and ``device``."""
-    t = cfg.trainer
-    return FitSettings(
-        max_epochs=t.max_epochs,
-        tol=t.tol,
-        patience=t.patience,
-        shuffle=t.shuffle,
-        seed=cfg.seed,
-        device=cfg.device,
-        progress=t.progress,
-    )
+    keys = ("max_epochs", "tol", "patience", "shuffle", "progress")
+    return FitSettings(**{k: cfg.trainer[k] for k in keys}, seed=cfg.seed, device=cfg.device)
 
 
 def flat_hparams(cfg: DictConfig) -> dict:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 from hydra_runs import compose_config, run_main, write_synthetic_conll2003
+from test_structures import iob2_valid
 
 from structperc.model.files import load_model
 from structperc.predict import tag_file
@@ -164,3 +165,38 @@ def test_nonlocal_run_trains_saves_and_predicts(tmp_path, synthetic_dir, monkeyp
     assert "document_features" in info and weights.global_.weight.abs().sum() > 0
     scores = tag_file(out, synthetic_dir / "conll2003" / "test.txt", tmp_path / "t.txt")
     assert scores.f1 == pytest.approx(results["test"]["f1"])
+
+
+def test_margin_perceptron_with_bpm_starts_from_the_average_of_single_epochs(
+    tmp_path, synthetic_dir, monkeypatch
+):
+    common = ["features.gazetteer=none", "learner=margin", "learner.C=5", "trainer.eval_every=0"]
+    bpm, _ = _run(
+        tmp_path,
+        synthetic_dir,
+        [*common, "learner.bpm_runs=3", "trainer.max_epochs=2"],
+        monkeypatch,
+        "bpm",
+    )
+    plain, _ = _run(tmp_path, synthetic_dir, [*common, "trainer.max_epochs=2"], monkeypatch)
+    assert bpm["bpm_seconds"] > 0 == plain["bpm_seconds"]
+    assert bpm["hparams"]["learner.bpm_runs"] == 3
+    # BPM starts training from trained weights: fewer mistakes in the first epoch
+    assert bpm["history"][0]["word_error"] < plain["history"][0]["word_error"]
+
+
+def test_iob2_constraints_are_a_decoder_setting_saved_with_the_model(
+    tmp_path, synthetic_dir, monkeypatch
+):
+    results, out = _run(
+        tmp_path,
+        synthetic_dir,
+        ["features.gazetteer=none", "trainer.max_epochs=1", "decoder.constraints=iob2"],
+        monkeypatch,
+    )
+    assert results["hparams"]["decoder.constraints"] == "iob2"
+    _, _, info = load_model(out)
+    assert info["constraints"] == "iob2"
+    lines = [ln.split() for ln in (out / "dev.pred.txt").read_text().splitlines() if ln]
+    tags = [ln[-1] for ln in lines if not ln[0].startswith("-DOCSTART-")]
+    assert iob2_valid(tags)

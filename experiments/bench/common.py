@@ -94,10 +94,14 @@ def setup_threads(threads: int) -> None:
 # data and features
 # ---------------------------------------------------------------------------------------------
 def find_data_dir() -> Path:
-    env = os.environ.get("STRUCTPERC_DATA")
-    path = Path(env) if env else REPO.parent / "shared" / "data"
-    if not (path / "conll2003" / "train.txt").is_file():
-        sys.exit(f"CoNLL-2003 not found under {path}/conll2003 (set STRUCTPERC_DATA)")
+    """The data folder with ``conll2003/``: ``$STRUCTPERC_DATA``, else ``../shared/data`` beside
+    the repository (``structperc.data.loading.require_data_dir``); exits with its message."""
+    from structperc.data.loading import require_data_dir
+
+    try:
+        path = require_data_dir(corpus="conll2003", default=REPO.parent / "shared" / "data")
+    except FileNotFoundError as err:
+        sys.exit(f"CoNLL-2003 not found: {err}")
     return path.resolve()
 
 

@@ -67,12 +67,12 @@ QUICK = {**DEFAULTS, "iterations": 3}
 
 
 def worker_structperc(cfg: dict) -> dict:
-    from structperc.experiment import encode_labels
-
     from structperc.crf.learner import CRF
+    from structperc.data.tags import encode_labels
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights
-    from structperc.train import predict
+    from structperc.structures.chain import ChainData, ChainStructure
+    from structperc.train import FitSettings, fit
 
     setup_threads(cfg["threads"])
     corpus = load_corpus(cfg, ("train", "test"))
@@ -80,10 +80,15 @@ def worker_structperc(cfg: dict) -> dict:
     labels = shared.labels
     y = encode_labels(corpus["train"], labels)
     weights = ChainWeights(feats.num_features, labels)  # from zero, as a CRF run starts
+    structure = ChainStructure(weights)
     learner = CRF(sigma2=cfg["sigma2"], tol=0.0, semiring=cfg["semiring"], dtype=cfg["dtype"])
     sw = Stopwatch()
-    result = learner.fit_batch(
-        Updater(weights), mats["train"], y, max_epochs=cfg["iterations"], progress=False
+    result = fit(  # the CRF is not online: fit runs its L-BFGS (CRF.fit)
+        learner,
+        structure,
+        Updater(weights),
+        ChainData(mats["train"], y),
+        FitSettings(max_epochs=cfg["iterations"], progress=False),
     )
     out: dict = {"system": "structperc"}
     out["train_total_s"] = sw.lap()[0]
@@ -95,7 +100,7 @@ def worker_structperc(cfg: dict) -> dict:
     out["setup_s"] = out["train_total_s"] - sum(out["iteration_s_all"])
     out["parameters"] = sum(t.numel() for t in weights.tables().values())
     out["surface_features"] = feats.num_features
-    pred = predict(weights, mats["test"])
+    pred = structure.predict(ChainData(mats["test"]))
     out["test_f1_after_k"] = test_f1(corpus["test"], [[labels[i] for i in p] for p in pred])
     out["peak_rss_mb"] = max_rss_mb()
     log(f"crf structperc: {', '.join(f'{s:.2f}' for s in out['iteration_s_all'])} s/iteration")
@@ -306,13 +311,13 @@ def render(section: dict) -> list[str]:
         "",
         "What each row includes: an iteration is timed from the end of the previous one; it "
         "holds every objective+gradient evaluation of its line search (structperc: "
-        "`EpochLog.seconds` of `CRF.fit_batch`: potentials, torch-struct marginals, gradient "
-        "scatter; CRFsuite: between its iteration log lines). Setup (CRFsuite's feature "
-        "generation, structperc's table allocation) is outside. The memory row is each "
-        "worker's `ru_maxrss` (CRFsuite's includes its Python attribute strings; structperc's "
-        "loads ready feature matrices). The models differ: structperc's CRF has edge features "
-        "(90 weights per surface feature against CRFsuite's 9) and torch-struct's O(N L³) "
-        "scan, so it does more work per iteration.",
+        "`EpochLog.seconds` of `CRF.fit`, run by `structperc.train.fit`: potentials, "
+        "torch-struct marginals, gradient scatter; CRFsuite: between its iteration log "
+        "lines). Setup (CRFsuite's feature generation, structperc's table allocation) is "
+        "outside. The memory row is each worker's `ru_maxrss` (CRFsuite's includes its Python "
+        "attribute strings; structperc's loads ready feature matrices). The models differ: "
+        "structperc's CRF has edge features (90 weights per surface feature against "
+        "CRFsuite's 9) and torch-struct's O(N L³) scan, so it does more work per iteration.",
         "",
     ]
     run_ = section.get("structperc_full_run")

@@ -90,11 +90,12 @@ def render(section: dict) -> list[str]:
         )
     lines += [
         "",
-        "What each row includes: `predict_joint(weights, matrices, batch_size=B)` over the "
-        "test sentences sorted by length: part potentials from the CSR part features, the "
-        "exact O(n²) label-chunk DP (`structperc.decode.label_chunk.decode`) and the back-trace. Feature "
-        "extraction (fitting on the first 447 training sentences, transforming the test set) "
-        "is outside. The weights are random: the DP's time does not depend on their values.",
+        "What each row includes: `LabelChunkStructure(weights).predict(PartData(matrices), "
+        "batch_size=B)` over the test sentences sorted by length: part potentials from the "
+        "CSR part features, the exact O(n²) label-chunk DP "
+        "(`structperc.decode.label_chunk.decode`) and the back-trace. Feature extraction "
+        "(fitting on the first 447 training sentences, transforming the test set) is outside. "
+        "The weights are random: the DP's time does not depend on their values.",
         "",
     ]
     return lines

@@ -3,8 +3,8 @@
 Rows (``ROWS``): the 20-best of every training document, one document at a time (the training
 regime of the proposed algorithm: one ``nbest`` call per document, latency matters), and the
 n'-best of every test document for n' = 100, 1,600 and 6,400 (the prediction regime: documents in
-batches of similar length through ``nbest_batched``, as ``predict_documents`` decodes; memory
-matters).  Potentials come from the shared model (``common.load_shared_model``: the averaged
+batches of similar length through ``nbest_batched``, as ``DocumentRescoring.predict`` decodes;
+memory matters).  Potentials come from the shared model (``common.load_shared_model``: the averaged
 perceptron the bench trained), as in real use.  Only the public API of
 ``structperc.decode.nbest`` is called.
 

@@ -75,13 +75,13 @@ def shared_info(cfg: dict) -> dict:
 # structperc worker
 # ---------------------------------------------------------------------------------------------
 def worker_structperc(cfg: dict) -> dict:
-    from structperc.experiment import encode_labels, label_set
-
+    from structperc.data.tags import encode_labels, label_set
     from structperc.features.extract import FeatureMatrix
     from structperc.learn.perceptron import Perceptron
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights
-    from structperc.train import fit, predict
+    from structperc.structures.chain import ChainData, ChainStructure
+    from structperc.train import FitSettings, fit
 
     setup_threads(cfg["threads"])
     corpus = load_corpus(cfg)
@@ -116,18 +116,16 @@ def worker_structperc(cfg: dict) -> dict:
     weights = ChainWeights(feats.num_features, labels)
     updater = Updater(weights, average=True)
     t_alloc = sw.lap()[0]
+    structure = ChainStructure(weights)
     learner = Perceptron(average=True)
     cpu_marks = [time.process_time()]  # CPU time at the start and after every epoch
     result = fit(
         learner,
+        structure,
         updater,
-        mats["train"],
-        y_train,
-        max_epochs=cfg["epochs"],
-        tol=0.0,  # never "converged": exactly k epochs
-        shuffle=True,
-        seed=0,
-        progress=False,
+        ChainData(mats["train"], y_train),
+        # tol=0: never "converged", exactly k epochs
+        FitSettings(max_epochs=cfg["epochs"], tol=0.0, shuffle=True, seed=0, progress=False),
         on_epoch=lambda _log: cpu_marks.append(time.process_time()),
     )
     t = time.perf_counter()
@@ -158,13 +156,14 @@ def worker_structperc(cfg: dict) -> dict:
     warm = FeatureMatrix(
         test.ids[:hi], test.offsets[: int(test.doc_offsets[k]) + 1], test.doc_offsets[: k + 1]
     )
+    test_data, warm_data = ChainData(test), ChainData(warm)
     preds = {}
     for bs in (1, 16, 256):
-        predict(weights, warm, batch_size=bs)  # warm-up, not timed
+        structure.predict(warm_data, batch_size=bs)  # warm-up, not timed
         times, cpu = [], []
         for _ in range(cfg["decode_repeats"]):
             sw = Stopwatch()
-            preds[bs] = predict(weights, test, batch_size=bs)
+            preds[bs] = structure.predict(test_data, batch_size=bs)
             times.append(sw.lap()[0])
             cpu.append(sw.lap()[1])
         out[f"decode_b{bs}_s_all"] = times
@@ -183,12 +182,12 @@ def worker_structperc(cfg: dict) -> dict:
 
 def worker_model(cfg: dict) -> dict:
     """Only the shared model: features, k averaged-perceptron epochs, save (nothing timed)."""
-    from structperc.experiment import encode_labels, label_set
-
+    from structperc.data.tags import encode_labels, label_set
     from structperc.learn.perceptron import Perceptron
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights
-    from structperc.train import fit
+    from structperc.structures.chain import ChainData, ChainStructure
+    from structperc.train import FitSettings, fit
 
     setup_threads(cfg["threads"])
     corpus = load_corpus(cfg)
@@ -200,14 +199,10 @@ def worker_model(cfg: dict) -> dict:
     updater = Updater(weights, average=True)
     fit(
         Perceptron(average=True),
+        ChainStructure(weights),
         updater,
-        mats["train"],
-        encode_labels(corpus["train"], labels),
-        max_epochs=cfg["epochs"],
-        tol=0.0,
-        shuffle=True,
-        seed=0,
-        progress=False,
+        ChainData(mats["train"], encode_labels(corpus["train"], labels)),
+        FitSettings(max_epochs=cfg["epochs"], tol=0.0, shuffle=True, seed=0, progress=False),
     )
     updater.finalize()
     save_shared_model(Path(cfg["save_model"]), weights, feats, mats, shared_info(cfg))
@@ -450,10 +445,11 @@ NOTES = {
     ),
     "epoch_s": (
         "Median over the k epochs of one round, wall clock. structperc: `EpochLog.seconds` "
-        "of `structperc.train.fit` (per document: `make_batch`, potentials, Viterbi, "
-        "`path_delta`, `index_add_` into weights and averaging sums). CRFsuite: wall time "
-        "between its iteration log events (shuffle, Viterbi + update per instance, the "
-        "averaged-weight norm it logs). CPU time: the same intervals in `process_time` "
+        "of `structperc.train.fit` (per document: `make_batch` in the first epoch, which "
+        "`fit` keeps, potentials, Viterbi, `path_delta`, `index_add_` into weights and "
+        "averaging sums). CRFsuite: wall time between its iteration log events (shuffle, "
+        "Viterbi + update per instance, the averaged-weight norm it logs). CPU time: the "
+        "same intervals in `process_time` "
         "(for CRFsuite equal to its own `clock()` figures, also in results.json)."
     ),
     "train_total_s": (
@@ -463,21 +459,22 @@ NOTES = {
     ),
     "decode_b1_tps": (
         "Test tokens / median seconds of one pass over the test set, scoring included. "
-        "structperc: `predict(weights, test_matrix, batch_size=1)` from the CSR ids. "
-        "CRFsuite: `Tagger.tag(itemsequence)` per document (attribute lookup, scoring, "
-        "Viterbi), from prebuilt `ItemSequence`s. One warm-up pass on 4 documents first. "
-        "Note the asymmetry: CRFsuite maps attribute strings to ids inside `tag`, structperc "
-        "did that in `transform` (the feature row)."
+        "structperc: `ChainStructure(weights).predict(ChainData(test_matrix), batch_size=1)` "
+        "from the CSR ids. CRFsuite: `Tagger.tag(itemsequence)` per document (attribute "
+        "lookup, scoring, Viterbi), from prebuilt `ItemSequence`s. One warm-up pass on 4 "
+        "documents first. Note the asymmetry: CRFsuite maps attribute strings to ids inside "
+        "`tag`, structperc did that in `transform` (the feature row)."
     ),
     "decode_b16_tps": (
-        "structperc: `predict(..., batch_size=16)`: 16 consecutive documents scored in one "
-        "lookup, sorted by length and decoded together time-major without padding "
-        "(`viterbi_packed`). CRFsuite has no batching: the same per-document number as the "
-        "batch 1 row."
+        "structperc: `ChainStructure.predict(..., batch_size=16)`: 16 consecutive documents "
+        "scored in one lookup, sorted by length and decoded together time-major without "
+        "padding (`viterbi_packed`). CRFsuite has no batching: the same per-document number "
+        "as the batch 1 row."
     ),
     "decode_b256_tps": (
-        "structperc: `predict(weights, test_matrix)` with its default `batch_size=256` (here "
-        "the whole test set in one batch), as the batch 16 row. CRFsuite: the batch 1 number."
+        "structperc: `ChainStructure(weights).predict(ChainData(test_matrix))` with its "
+        "default `batch_size=256` (here the whole test set in one batch), as the batch 16 "
+        "row. CRFsuite: the batch 1 number."
     ),
     "peak_rss_mb": (
         "`ru_maxrss` of the worker process at its end (a fresh process per system and round): "

@@ -7,13 +7,15 @@ The learner and the non-local features are built from the project's configuratio
 ``document_features`` of ``conf/experiment/conll03_nonlocal.yaml``.  The local weights start from
 the shared model (``common.load_shared_model``: the averaged perceptron of section 1) and the
 non-local ones from zero — a trained starting point like the BPM initialisation of the real run
-(which averages 10 local epochs), not its exact weights; BPM itself is not run.  Then
-``epochs`` epochs of ``structperc.train.fit`` (shuffled, as the real run), each timed: per
-document the 20-best under Φ^l, Φ^g of the candidates, rescoring, and (A) or (B) updates.
+(which averages 10 local epochs), not its exact weights; BPM itself is not run (the learner's
+``bpm_runs`` is set to 0, so ``structperc.train.fit`` skips it).  Then ``epochs`` epochs of
+``structperc.train.fit`` on the ``DocumentRescoring`` structure (shuffled, as the real run), each
+timed: per document the 20-best under Φ^l, Φ^g of the candidates, rescoring, and (A) or (B)
+updates.
 
-Rescoring: ``predict_documents(..., n=100)`` over the test set (n'-best lists in batches of
-similar-length documents, Φ^g of every candidate, argmax of Φ^a), ``repeats`` passes, each with a
-fresh copy of the non-local feature extractor (``NonLocalFeatures.from_state``), so each pass
+Rescoring: ``DocumentRescoring(..., n=100).predict`` over the test set (n'-best lists in batches
+of similar-length documents, Φ^g of every candidate, argmax of Φ^a), ``repeats`` passes, each with
+a fresh copy of the non-local feature extractor (``NonLocalFeatures.from_state``), so each pass
 builds its document indexes as a real prediction does.  CRFsuite has no non-local features: no
 peer, no ratio.  Run through ``bench.py`` (``--only proposed``).
 """
@@ -57,12 +59,14 @@ def configured():
 
 def worker_proposed(cfg: dict) -> dict:
     import torch
-    from structperc.experiment import encode_labels
 
+    from structperc.data.tags import encode_labels
     from structperc.features.document import NonLocalFeatures
     from structperc.model.document_weights import DocumentWeights
     from structperc.model.updates import Updater
-    from structperc.train import fit, predict_documents
+    from structperc.structures.chain import ChainData
+    from structperc.structures.rescoring import DocumentRescoring
+    from structperc.train import FitSettings, fit
 
     setup_threads(cfg["threads"])
     corpus = load_corpus(cfg, ("train", "test"))
@@ -70,26 +74,25 @@ def worker_proposed(cfg: dict) -> dict:
     labels = local.labels
     y = encode_labels(corpus["train"], labels)
     learner, doc_features = configured()
+    learner.bpm_runs = 0  # no BPM initialisation: the local weights start from the shared model
     doc_features.fit(corpus["train"], labels)
     weights = DocumentWeights(local.num_features, labels, doc_features.num_features)
     with torch.no_grad():
         for name, table in local.tables().items():
             weights.tables()[name].copy_(table)
     del local
-    learner.bind(corpus["train"], doc_features)
+    structure = DocumentRescoring(weights, doc_features, n=cfg["n_test"])
+    train = ChainData(mats["train"], y, documents=corpus["train"])
     updater = Updater(weights, average=learner.average)
     rss_ready = max_rss_mb()
     cpu_marks = [time.process_time()]
     result = fit(
         learner,
+        structure,
         updater,
-        mats["train"],
-        y,
-        max_epochs=cfg["epochs"],
-        tol=0.0,  # exactly the given number of epochs
-        shuffle=True,
-        seed=0,
-        progress=False,
+        train,
+        # tol=0: exactly the given number of epochs
+        FitSettings(max_epochs=cfg["epochs"], tol=0.0, shuffle=True, seed=0, progress=False),
         on_epoch=lambda _log: cpu_marks.append(time.process_time()),
     )
     updater.finalize()
@@ -113,11 +116,12 @@ def worker_proposed(cfg: dict) -> dict:
 
     state = doc_features.state()[0]
     test, docs = mats["test"], corpus["test"]
+    test_data = ChainData(test, documents=docs)
     preds: list = []
 
     def rescore() -> None:
         fresh = NonLocalFeatures.from_state(state)  # no cached document indexes
-        preds.append(predict_documents(weights, test, docs, fresh, n=cfg["n_test"]))
+        preds.append(DocumentRescoring(weights, fresh, n=cfg["n_test"]).predict(test_data))
 
     passes = timed_passes(rescore, cfg["repeats"], cfg["rescore_budget_s"])
     out.update(
@@ -214,10 +218,10 @@ def render(section: dict) -> list[str]:
         "training documents, one `ProposedPerceptron.step` per document: potentials, the "
         f"{lr['n']}-best (`nbest`), Φ^g of the candidates and the gold "
         "(`NonLocalFeatures.vectorize`; the first epoch also builds each document's index), "
-        "rescoring, and the (A) or (B) update. Rescoring is `predict_documents(..., "
-        f"n={r['n_test']})` over the test set: the {r['n_test']}-best lists in length-sorted "
-        "batches, Φ^g of every candidate and the argmax of Φ^a, each pass with a fresh "
-        "non-local extractor (document indexes built again). The model tables, feature "
+        "rescoring, and the (A) or (B) update. Rescoring is `DocumentRescoring(..., "
+        f"n={r['n_test']}).predict` over the test set: the {r['n_test']}-best lists in "
+        "length-sorted batches, Φ^g of every candidate and the argmax of Φ^a, each pass with a "
+        "fresh non-local extractor (document indexes built again). The model tables, feature "
         "matrices and extractor are ready before the clock starts.",
         "",
     ]

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 from structperc.data.conll import read_conll
+from structperc.data.loading import require_data_dir
 from structperc.data.tags import spans
 from structperc.features.gazetteer import EntryIndex, jackknife_entries, read_gazetteer
 
@@ -99,13 +99,19 @@ def render(rows: list[dict]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument(
-        "--data-dir", type=Path, default=Path(os.environ.get("STRUCTPERC_DATA", "../shared/data"))
+        "--data-dir",
+        default=None,
+        help="data folder (default: $STRUCTPERC_DATA, else ../shared/data)",
     )
     ap.add_argument("--folds", type=int, default=10, help="jackknife folds (features default)")
     ap.add_argument("--json", type=Path, default=Path(__file__).parent / "gazetteer_coverage.json")
     ap.add_argument("--readme", type=Path, help="README to update (section gazetteer)")
     args = ap.parse_args()
-    rows = measure(args.data_dir, args.folds)
+    try:
+        data_dir = require_data_dir(args.data_dir, corpus="conll2003")
+    except FileNotFoundError as err:
+        ap.error(str(err))
+    rows = measure(data_dir, args.folds)
     args.json.write_text(json.dumps(rows, indent=2) + "\n")
     table = render(rows)
     print(table, end="")

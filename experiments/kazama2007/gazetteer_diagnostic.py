@@ -18,12 +18,12 @@ not a result and is never reported as one**:
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sys
 from pathlib import Path
 
 from structperc.data.conll import read_conll
+from structperc.data.loading import require_data_dir
 from structperc.data.tags import spans
 from structperc.features.gazetteer import read_gazetteer
 
@@ -39,12 +39,17 @@ def coverage(docs, entries) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument(
-        "--data-dir", type=Path, default=Path(os.environ.get("STRUCTPERC_DATA", "../shared/data"))
+        "--data-dir",
+        default=None,
+        help="data folder (default: $STRUCTPERC_DATA, else ../shared/data)",
     )
     ap.add_argument("--out", type=Path, required=True, help="the augmented list to write")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    folder = args.data_dir / "conll2003"
+    try:
+        folder = require_data_dir(args.data_dir, corpus="conll2003") / "conll2003"
+    except FileNotFoundError as err:
+        ap.error(str(err))
     entries = read_gazetteer(folder / "eng.list")
     dev, test = read_conll(folder / "dev.txt"), read_conll(folder / "test.txt")
     target = coverage(dev, entries)

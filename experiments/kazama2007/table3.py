@@ -1,9 +1,10 @@
 """Kazama & Torisawa (2007) Table 3: accuracy of a trained non-local model against n'.
 
 The model is trained once (n = 20); at test time its prediction is the argmax of Φ^a·α over the
-n'-best labelings of the local model (``structperc.train.predict_documents``).  This script
-decodes dev and test with every n' asked for, times each pass, writes ``table3.json`` beside
-the model's ``results.json`` and regenerates the README table between
+n'-best labelings of the local model (``structperc.structures.rescoring.DocumentRescoring``, as
+``structperc.tasks.tagging.load_tagger`` loads it with ``n=n'``).  This script decodes dev and
+test with every n' asked for, times each pass, writes ``table3.json`` beside the model's
+``results.json`` and regenerates the README table between
 ``<!-- table3:begin -->`` and ``<!-- table3:end -->``:
 
     python experiments/kazama2007/table3.py experiments/kazama2007/runs/proposed_C500 \
@@ -21,10 +22,12 @@ from pathlib import Path
 
 import torch
 
-from structperc.data.loading import load_corpus
+from structperc.data.loading import load_corpus, require_data_dir
 from structperc.eval.chunks import evaluate
 from structperc.model.files import load_model
-from structperc.train import predict_documents
+from structperc.structures.chain import ChainData
+from structperc.structures.rescoring import DocumentRescoring
+from structperc.tasks.tagging import structure_from_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from summarize import replace_section  # noqa: E402
@@ -40,17 +43,18 @@ PAPER = {
 }
 
 
-def measure(run: Path, ns: list[int], data_dir: str | None) -> dict:
+def measure(run: Path, ns: list[int], data_dir: Path) -> dict:
     weights, features, info = load_model(run)
-    if "document_features" not in info:
+    if not isinstance(structure_from_model(weights, info), DocumentRescoring):
         raise SystemExit(f"{run}: not a model with non-local features (no document_features)")
     corpus = load_corpus("conll2003", data_dir, splits=("dev", "test"))
     rows = []
     for split, docs in corpus.items():
-        mats = features.transform(docs)
+        data = ChainData(features.transform(docs), documents=docs)
         for n in ns:
+            structure = structure_from_model(weights, info, n=n)
             t0 = time.perf_counter()
-            ids = predict_documents(weights, mats, docs, info["document_features"], n=n)
+            ids = structure.predict(data)
             seconds = time.perf_counter() - t0
             pred = [[weights.labels[i] for i in p] for p in ids]
             scores = evaluate([d.tags for d in docs], pred)
@@ -83,7 +87,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("run", type=Path, help="a run folder with model.json (non-local model)")
     ap.add_argument("--n", type=int, nargs="+", default=[20, 100, 400, 1600, 6400], help="the n'")
-    ap.add_argument("--data-dir", default=None, help="data folder ($STRUCTPERC_DATA wins)")
+    ap.add_argument(
+        "--data-dir",
+        default=None,
+        help="data folder (default: $STRUCTPERC_DATA, else ../shared/data)",
+    )
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
     ap.add_argument("--readme", type=Path, default=None, help="README to regenerate the table in")
     ap.add_argument("--render-only", action="store_true", help="only re-render table3.json")
@@ -92,8 +100,12 @@ def main() -> None:
     if args.render_only:
         result = json.loads(out.read_text())
     else:
+        try:
+            data_dir = require_data_dir(args.data_dir, corpus="conll2003")
+        except FileNotFoundError as err:
+            ap.error(str(err))
         torch.set_num_threads(args.threads)
-        result = measure(args.run, args.n, args.data_dir)
+        result = measure(args.run, args.n, data_dir)
         out.write_text(json.dumps(result, indent=2) + "\n")
     table = render(result)
     print(table)

@@ -7,12 +7,15 @@
     ... --test-set-only --quick --max-sentences 200  # the first 200 test sentences (quick)
 
 Random part scores with the paper's sizes (C = 2 chunk tags, P = 5 POS tags) for lengths n up to
-120: the median time of ``structperc.decode.label_chunk.decode`` for one sentence (B = 1, as in training)
-and per sentence in a batch of 32 equal-length sentences, and of the loop-for-loop Figure 1
-reference (``reference.figure1``) for n <= 60; a least-squares fit t = a + b n + c n^2 of the
-batched times.  Then the throughput on the CoNLL-2000 test set (2,012 sentences): features of the
-paper fitted on the first 447 training sentences, weights random (the DP's time does not depend on
-their values), potentials + DP + back-trace, batch 1 and batch 32, sorted by length.
+120: the median time of ``structperc.decode.label_chunk.decode`` for one sentence (B = 1, as in
+training) and per sentence in a batch of 32 equal-length sentences, and of the loop-for-loop
+Figure 1 reference (``structperc.decode.label_chunk_reference.figure1``) for n <= 60; a
+least-squares fit t = a + b n + c n^2 of the batched times.  Then the throughput on the
+CoNLL-2000 test set (2,012 sentences): features of the paper fitted on the first 447 training
+sentences, weights random (the DP's time does not depend on their values), potentials + DP +
+back-trace (``LabelChunkStructure.predict``), batch 1 and batch 32, sorted by length.
+The data folder: ``--data``, or ``../shared/data``; ``$STRUCTPERC_DATA`` wins over both
+(``structperc.data.loading.require_data_dir``).
 One torch thread; the machine may be shared, so the JSON records the load average too.
 """
 
@@ -33,13 +36,12 @@ from PIL import Image, ImageDraw
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from structperc.joint.train import predict_joint  # noqa: E402
-
-from structperc.data.loading import load_corpus  # noqa: E402
+from structperc.data.loading import load_corpus, require_data_dir  # noqa: E402
 from structperc.decode.label_chunk import LabelChunkPotentials, decode  # noqa: E402
 from structperc.decode.label_chunk_reference import figure1  # noqa: E402
 from structperc.features.part_features import PartFeatures  # noqa: E402
 from structperc.model.label_chunk_weights import LabelChunkWeights  # noqa: E402
+from structperc.structures.label_chunk import LabelChunkStructure, PartData  # noqa: E402
 
 C, P = 2, 5
 
@@ -86,12 +88,13 @@ def sweep(lengths: list[int], repeats: int) -> dict:
     return {"rows": rows, "batch32_fit_ms": {"a": coef[0], "b_per_n": coef[1], "c_per_n2": coef[2]}}
 
 
-def test_set_speed(data_dir: str, repeats: int, max_sentences: int | None = None) -> dict:
+def test_set_speed(data_dir: Path, repeats: int, max_sentences: int | None = None) -> dict:
     corpus = load_corpus("conll2000", data_dir)
     train, test = corpus["train"][:447], corpus["test"][:max_sentences]
     features = PartFeatures().fit(train)
-    mats = features.transform(test)
+    data = PartData(features.transform(test))
     weights = LabelChunkWeights(features.num_features)
+    structure = LabelChunkStructure(weights)
     gen = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for t in weights.tables().values():
@@ -99,7 +102,7 @@ def test_set_speed(data_dir: str, repeats: int, max_sentences: int | None = None
     tokens = sum(len(d) for d in test)
     out = {"sentences": len(test), "tokens": tokens, "repeats": repeats}
     for bs in (1, 32):
-        secs = median_time(lambda bs=bs: predict_joint(weights, mats, batch_size=bs), repeats)
+        secs = median_time(lambda bs=bs: structure.predict(data, batch_size=bs), repeats)
         out[f"batch{bs}"] = {
             "seconds": secs,
             "sentences_per_second": len(test) / secs,
@@ -153,16 +156,24 @@ def plot(rows: list[dict], path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--data", default=os.environ.get("STRUCTPERC_DATA", "../shared/data"))
+    ap.add_argument(
+        "--data",
+        default=None,
+        help="data folder (default: $STRUCTPERC_DATA, else ../shared/data)",
+    )
     ap.add_argument("--test-set-only", action="store_true", help="skip the length sweep")
     ap.add_argument("--json", help="where to write the JSON (default: dp_timing.json here)")
     ap.add_argument(
         "--max-sentences", type=int, help="--test-set-only: the first N test sentences only"
     )
     args = ap.parse_args()
+    try:
+        data_dir = require_data_dir(args.data, corpus="conll2000")
+    except FileNotFoundError as err:
+        ap.error(str(err))
     torch.set_num_threads(1)
     if args.test_set_only:
-        speed = test_set_speed(args.data, 1 if args.quick else 3, args.max_sentences)
+        speed = test_set_speed(data_dir, 1 if args.quick else 3, args.max_sentences)
         out = {"conll2000_test": speed}
         out["machine"] = {"load_average": os.getloadavg(), "torch": torch.__version__}
         Path(args.json or HERE / "dp_test_set.json").write_text(json.dumps(out, indent=2) + "\n")
@@ -172,7 +183,7 @@ def main() -> None:
     out = {
         "machine": {"load_average": os.getloadavg(), "torch": torch.__version__, "threads": 1},
         "sweep": sweep(lengths, repeats),
-        "conll2000_test": test_set_speed(args.data, 1 if args.quick else 3),
+        "conll2000_test": test_set_speed(data_dir, 1 if args.quick else 3),
     }
     sixty = [r for r in out["sweep"]["rows"] if r["n"] == 60]
     out["sentence_of_60_tokens_ms"] = sixty[0]["batch1_ms"] if sixty else None

@@ -21,6 +21,7 @@ on the objective summed during the epoch), or after ``min(max_iterations, traine
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from structperc.crf.lbfgs import LBFGSTraining
 from structperc.crf.optimization import StopRequest
@@ -31,6 +32,7 @@ from structperc.model.updates import Updater
 from structperc.train import EpochLog, FitResult, FitSettings
 
 
+@dataclass
 class CRF(Learner):
     """L2-regularised linear-chain CRF trained through torch-struct (``fit``).
 
@@ -52,34 +54,20 @@ class CRF(Learner):
     memory (2 m + 4) copies of the tables.
     """
 
-    requires = frozenset({"marginals"})
+    requires = frozenset({"marginals"})  # class attributes, not fields
     online = False
 
-    def __init__(
-        self,
-        sigma2: float = 100.0,
-        optimizer: str = "lbfgs",
-        max_iterations: int = 1000,
-        tol: float = 1e-4,
-        patience: int = 3,
-        history: int = 6,
-        lr: float = 0.05,
-        batch_tokens: int = 2000,
-        dp_batch_tokens: int = 8000,
-        semiring: str = "scaled",
-        dtype: str = "float64",
-    ):
-        self.sigma2 = sigma2
-        self.optimizer = optimizer
-        self.max_iterations = max_iterations
-        self.tol = tol
-        self.patience = patience
-        self.history = history
-        self.lr = lr
-        self.batch_tokens = batch_tokens
-        self.dp_batch_tokens = dp_batch_tokens
-        self.semiring = semiring
-        self.dtype = dtype
+    sigma2: float = 100.0
+    optimizer: str = "lbfgs"
+    max_iterations: int = 1000
+    tol: float = 1e-4
+    patience: int = 3
+    history: int = 6
+    lr: float = 0.05
+    batch_tokens: int = 2000
+    dp_batch_tokens: int = 8000
+    semiring: str = "scaled"
+    dtype: str = "float64"
 
     def _validate(self) -> None:
         if self.optimizer not in ("lbfgs", "sgd"):

@@ -16,7 +16,7 @@ length (``make_buckets``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 from torch import Tensor
@@ -28,8 +28,19 @@ from structperc.features.extract import FeatureMatrix
 from structperc.model.batch import FeatureBatch, make_batch
 from structperc.model.weights import ChainWeights, chain_potentials
 
-if TYPE_CHECKING:  # annotations only
-    from structperc.crf.learner import CRF
+
+class CRFSettings(Protocol):
+    """The settings of ``learner.CRF`` that the objective and the optimizers read."""
+
+    sigma2: float  # variance of the Gaussian prior
+    semiring: str  # "scaled" | "log"
+    dtype: str  # "float32" | "float64": the DP's floating type
+    tol: float  # convergence: relative change of the objective ...
+    patience: int  # ... below tol for this many iterations
+    history: int  # L-BFGS memory
+    lr: float  # SGD: initial learning rate
+    batch_tokens: int  # SGD: mini-batch size in padded tokens
+    dp_batch_tokens: int  # L-BFGS: DP bucket size in padded tokens
 
 
 @dataclass
@@ -48,10 +59,6 @@ class Bucket:
     labels: Tensor
     tokens: Tensor
     index: TransposedIndex | None = None
-
-    @property
-    def num_docs(self) -> int:
-        return self.batch.num_docs
 
 
 def length_buckets(lengths: list[int], budget: int) -> list[list[int]]:
@@ -112,7 +119,7 @@ def dtype_of(name: str) -> torch.dtype:
     return torch.float64 if name == "float64" else torch.float32
 
 
-def bucket_loss(learner: CRF, scores: Tensor, bucket: Bucket, num_labels: int) -> Tensor:
+def bucket_loss(learner: CRFSettings, scores: Tensor, bucket: Bucket, num_labels: int) -> Tensor:
     """Sum of -log p(y* | x) over the bucket's documents, from their token scores.
 
     scores: [N_b, L + L*L] token scores (node, then edge flattened (from, to)), requires grad.
@@ -132,7 +139,7 @@ def posterior_errors(node_grad: Tensor, labels: Tensor) -> int:
 
 
 def full_objective(
-    learner: CRF,
+    learner: CRFSettings,
     weights: ChainWeights,
     features: FeatureMatrix,
     index: TransposedIndex,

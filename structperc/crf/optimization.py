@@ -13,22 +13,18 @@ import math
 import signal
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
-from structperc.crf.objective import Bucket, features_cpu, make_buckets
+from structperc.crf.objective import Bucket, CRFSettings, features_cpu, make_buckets
 from structperc.model.weights import ChainWeights
 from structperc.train import Convergence, EpochLog, FitResult
-
-if TYPE_CHECKING:  # annotations only
-    from structperc.crf.learner import CRF
 
 log = logging.getLogger(__name__)
 
 
 class StopRequest:
-    """``kill -USR1 <pid>`` asks a running ``fit_batch`` to stop after the current iteration.
+    """``kill -USR1 <pid>`` asks a running ``CRF.fit`` to stop after the current iteration.
 
     The run then ends normally (``stopped_by="interrupted"``): evaluation, results.json and the
     model are written.  Without a main thread or SIGUSR1 (Windows) it is inert.
@@ -72,7 +68,7 @@ class Iteration:
 
 
 class Optimization:
-    """One ``CRF.fit_batch`` run: the loop both optimizers share.
+    """One ``CRF.fit`` run: the loop both optimizers share.
 
     A subclass sets its optimizer up in ``__init__`` and makes one L-BFGS iteration or one SGD
     epoch in ``iteration``.  ``fit`` logs each as an ``EpochLog`` (wall and CPU seconds, the
@@ -84,7 +80,7 @@ class Optimization:
     bar_label: str | None = None  # a progress bar over the iterations, under this label
 
     def __init__(
-        self, learner: CRF, weights: ChainWeights, features, labels, seed, device, progress
+        self, learner: CRFSettings, weights: ChainWeights, features, labels, seed, device, progress
     ):
         self.t_start = time.perf_counter()
         self.learner, self.weights = learner, weights

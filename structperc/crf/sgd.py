@@ -128,7 +128,7 @@ class SGDTraining(Optimization):
                 loss.backward()
             total += float(loss.detach())
             errors += posterior_errors(scores.grad[:, :L], bucket.labels)
-            opt.step([leaf.grad for leaf in leaves], bucket.num_docs)
+            opt.step([leaf.grad for leaf in leaves], bucket.batch.num_docs)
         opt.fold()
         sq = sum(float(torch.dot(w.view(-1), w.view(-1))) for w in tables)
         return Iteration(

@@ -55,14 +55,25 @@ DEFAULT_DATA_DIR = "../shared/data"  # conf/data/*.yaml's data.dir
 
 
 def require_data_dir(
-    configured: str | os.PathLike | None = DEFAULT_DATA_DIR, corpus: str | None = None
+    given: str | os.PathLike | None = None,
+    corpus: str | None = None,
+    default: str | os.PathLike = DEFAULT_DATA_DIR,
 ) -> Path:
-    """``resolve_data_dir``, or FileNotFoundError naming what was tried (and, with ``corpus``,
-    also when the folder lacks ``<corpus>/``).  For scripts that need the local files."""
-    root = resolve_data_dir(configured)
-    tried = f"${ENV_VAR}={os.environ.get(ENV_VAR)!r}, {configured!s}"
-    if root is None:
-        raise FileNotFoundError(f"no data folder: tried {tried}; set {ENV_VAR} or pass the folder")
+    """The data folder of a script: ``given`` when the user named one (a command-line flag),
+    else ``resolve_data_dir(default)`` (``$STRUCTPERC_DATA``, then ``default``).
+
+    Raises FileNotFoundError naming what was tried when there is none, or (with ``corpus``) when
+    it lacks ``<corpus>/``.
+    """
+    if given is not None:
+        root, tried = Path(given).expanduser(), f"{given!s} (given)"
+        if not root.is_dir():
+            raise FileNotFoundError(f"{root}: no such data folder")
+    else:
+        root = resolve_data_dir(default)
+        tried = f"${ENV_VAR}={os.environ.get(ENV_VAR)!r}, {default!s}"
+        if root is None:
+            raise FileNotFoundError(f"no data folder: tried {tried}; set {ENV_VAR} or name one")
     if corpus is not None and not (root / corpus).is_dir():
         raise FileNotFoundError(f"{root / corpus}: no such folder (tried {tried})")
     return root

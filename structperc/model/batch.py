@@ -9,6 +9,8 @@ from torch import Tensor
 
 from structperc.features.extract import FeatureMatrix
 
+Device = str | torch.device  # where tensors live: "cpu", "cuda", torch.device(...)
+
 
 @dataclass
 class FeatureBatch:
@@ -19,8 +21,6 @@ class FeatureBatch:
     lengths:        [B] int64 document lengths.
     first_token:    [B] int64, index (in 0..N-1) of each document's first token.
     flat_positions: [N] int64, index of each token in the padded [B * T] layout.
-    doc_ids:        [B] int64, which documents of the source ``FeatureMatrix`` these are
-                    (for learners with document-level features); None when not known.
     """
 
     ids: Tensor
@@ -28,7 +28,6 @@ class FeatureBatch:
     lengths: Tensor
     first_token: Tensor
     flat_positions: Tensor
-    doc_ids: Tensor | None = None
 
     @property
     def num_docs(self) -> int:
@@ -43,7 +42,7 @@ class FeatureBatch:
         return len(self.offsets) - 1
 
     def to(self, device: torch.device | str) -> FeatureBatch:
-        return FeatureBatch(*(None if t is None else t.to(device) for t in self.__dict__.values()))
+        return FeatureBatch(*(t.to(device) for t in self.__dict__.values()))
 
     def pad(self, values: Tensor, fill: int = -1) -> Tensor:
         """Token values [N, ...] -> padded [B, T, ...] (``fill`` past each length)."""
@@ -86,7 +85,6 @@ def make_batch(features: FeatureMatrix, docs: list[int] | Tensor) -> FeatureBatc
             lengths=lengths,
             first_token=torch.zeros(1, dtype=torch.long),
             flat_positions=torch.arange(n),
-            doc_ids=doc_idx,
         )
     tokens = torch.cat([torch.arange(int(s), int(e)) for s, e in zip(starts, ends, strict=True)])
     counts = features.offsets[tokens + 1] - features.offsets[tokens]  # [N] ids per token
@@ -107,7 +105,6 @@ def make_batch(features: FeatureMatrix, docs: list[int] | Tensor) -> FeatureBatc
         lengths=lengths,
         first_token=first,
         flat_positions=doc_of_token * T + pos_in_doc,
-        doc_ids=doc_idx,
     )
 
 

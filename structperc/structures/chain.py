@@ -32,7 +32,13 @@ from structperc.decode.nbest import nbest
 from structperc.decode.scores import path_scores
 from structperc.decode.viterbi import viterbi, viterbi_packed
 from structperc.features.extract import FeatureMatrix
-from structperc.model.batch import FeatureBatch, length_sorted_batches, make_batch, packed_order
+from structperc.model.batch import (
+    Device,
+    FeatureBatch,
+    length_sorted_batches,
+    make_batch,
+    packed_order,
+)
 from structperc.model.updates import SparseDelta, path_delta
 from structperc.model.weights import ChainWeights
 
@@ -128,12 +134,7 @@ class ChainStructure:
 
     @torch.no_grad()
     def predict(
-        self,
-        data: ChainData,
-        *,
-        batch_size: int = 256,
-        device: str | torch.device = "cpu",
-        progress: bool = False,
+        self, data: ChainData, batch_size: int = 256, device: Device = "cpu", progress: bool = False
     ) -> list[list[int]]:
         """Viterbi label ids of every document of ``data``.
 

@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from structperc.data.label_chunk import LabelChunk, hamming, token_codes
 from structperc.decode.label_chunk import LabelChunkPotentials, decode, structure_scores
 from structperc.features.extract import FeatureMatrix
-from structperc.model.batch import length_sorted_batches
+from structperc.model.batch import Device, length_sorted_batches
 from structperc.model.label_chunk_weights import (
     LabelChunkWeights,
     PartBatch,
@@ -111,12 +111,7 @@ class LabelChunkStructure:
 
     @torch.no_grad()
     def predict(
-        self,
-        data: PartData,
-        *,
-        batch_size: int = 32,
-        device: str | torch.device = "cpu",
-        progress: bool = False,
+        self, data: PartData, batch_size: int = 32, device: Device = "cpu", progress: bool = False
     ) -> list[LabelChunk]:
         """The best structure of every sentence, decoded in batches of similar length."""
         lengths = (data.doc_offsets[1:] - data.doc_offsets[:-1]).tolist()

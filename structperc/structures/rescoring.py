@@ -26,7 +26,7 @@ from torch import Tensor
 from structperc.data.document import Document
 from structperc.decode.nbest import nbest, nbest_batched
 from structperc.decode.scores import path_scores
-from structperc.model.batch import FeatureBatch
+from structperc.model.batch import Device, FeatureBatch
 from structperc.model.document_weights import DocumentWeights
 from structperc.model.updates import SparseDelta
 from structperc.structures.chain import ChainData, ChainStructure, length_batches
@@ -200,12 +200,7 @@ class DocumentRescoring:
 
     @torch.no_grad()
     def predict(
-        self,
-        data: ChainData,
-        *,
-        batch_size: int = 16,
-        device: str | torch.device = "cpu",
-        progress: bool = False,
+        self, data: ChainData, batch_size: int = 16, device: Device = "cpu", progress: bool = False
     ) -> list[list[int]]:
         """The best of the ``n`` best labelings of every document of ``data``.
 

@@ -46,6 +46,8 @@ from structperc.train import FitSettings, fit
 
 log = logging.getLogger(__name__)
 
+TEST_RECORDED = ("pos_accuracy", "np_f1")  # test metrics kept in the per-epoch history
+
 
 def paper_name(learner) -> str:
     """The paper's name of a learner: VP (the averaged perceptron), MMVP, CRF, else its class."""
@@ -150,24 +152,15 @@ def run_joint(
         return {"backoff": on}
 
     signature = {"pos_tags": list(POS_TAGS), "chunk_tags": list(CHUNK_TAGS)}
-    result = fit(
-        learner,
-        structure,
-        updater,
-        data["train"],
-        settings,
-        on_epoch=epoch_reporter(
-            monitor,
-            updater,
-            every=eval_every,
-            split="test",
-            evaluate=lambda: evaluate_test()[0],
-            record=("pos_accuracy", "np_f1"),
+    hooks = {
+        "on_epoch": epoch_reporter(
+            monitor, updater, eval_every, "test", lambda: evaluate_test()[0], TEST_RECORDED
         ),
-        on_epoch_start=back_off,
-        checkpoint=Checkpoint(out_dir / "checkpoint", signature) if checkpoint else None,
-        resume=resume,
-    )
+        "on_epoch_start": back_off,
+        "checkpoint": Checkpoint(out_dir / "checkpoint", signature) if checkpoint else None,
+        "resume": resume,
+    }
+    result = fit(learner, structure, updater, data["train"], settings, **hooks)
     structure.trainable = None
     updater.finalize()
     (test_scores, pos, np), decode_seconds = timed(evaluate_test)

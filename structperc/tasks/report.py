@@ -28,7 +28,6 @@ log = logging.getLogger("structperc")
 def epoch_reporter(
     monitor: Monitor,
     updater: Updater,
-    *,
     every: int,
     split: str,
     evaluate: Callable[[], dict[str, float]],

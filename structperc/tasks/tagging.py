@@ -159,23 +159,12 @@ def run_tagging(
         s, _ = score_predictions(labels, corpus[eval_split], decode(eval_split, during_training))
         return {"f1": s.f1, "precision": s.precision, "recall": s.recall}
 
-    result = fit(
-        learner,
-        structure,
-        updater,
-        data["train"],
-        settings,
-        on_epoch=epoch_reporter(
-            monitor,
-            updater,
-            every=eval_every,
-            split=eval_split,
-            evaluate=evaluate_during_training,
-            record=("f1",),
-        ),
-        checkpoint=Checkpoint(out_dir / "checkpoint", {"labels": labels}) if checkpoint else None,
-        resume=resume,
+    report = epoch_reporter(
+        monitor, updater, eval_every, eval_split, evaluate_during_training, ("f1",)
     )
+    checkpoints = Checkpoint(out_dir / "checkpoint", {"labels": labels}) if checkpoint else None
+    hooks = {"on_epoch": report, "checkpoint": checkpoints, "resume": resume}
+    result = fit(learner, structure, updater, data["train"], settings, **hooks)
     updater.finalize()
 
     results: dict = {

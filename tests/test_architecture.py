@@ -1,0 +1,155 @@
+"""The package's shape, read from its source with ``ast``: imports flow one way, no module imports
+itself back through others, and only the entry points read a config object."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "structperc"
+ENTRY_POINTS = {"structperc.run", "structperc.predict"}  # the Hydra entries
+CONFIG_LIBRARIES = ("hydra", "omegaconf")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """The modules ``path`` imports when it runs (``if TYPE_CHECKING:`` blocks left out)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = module_name(path).rsplit(".", 1)[0] if path.name != "__init__.py" else None
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from .x import y
+                anchor = (package or module_name(path)).split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    """Module -> the structperc modules it imports."""
+    files = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    out = {}
+    for name, path in files.items():
+        out[name] = {m for m in runtime_imports(path) if m in files and m != name}
+    return out
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components with more than one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_graph_is_read(graph):
+    assert "structperc.train" in graph["structperc.run"]
+    assert "structperc.learn.base" in graph["structperc.train"]
+    # a TYPE_CHECKING import is not a runtime edge
+    assert "structperc.crf.learner" not in graph["structperc.crf.objective"]
+
+
+def test_no_import_cycles(graph):
+    assert strongly_connected(graph) == []
+
+
+def test_the_cycle_finder_finds_cycles():
+    g = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert strongly_connected(g) == [["a", "b", "c"]]
+
+
+def test_only_the_entry_points_read_a_config():
+    readers = sorted(
+        module_name(p)
+        for p in PACKAGE.rglob("*.py")
+        if any(m.split(".")[0] in CONFIG_LIBRARIES for m in runtime_imports(p))
+    )
+    assert set(readers) <= ENTRY_POINTS, readers
+
+
+def test_nothing_below_imports_an_entry_point(graph):
+    for module, imports in graph.items():
+        assert not (imports & ENTRY_POINTS), f"{module} imports {imports & ENTRY_POINTS}"
+
+
+LAYERS = [  # lower layers never import higher ones
+    {"structperc.io", "structperc.monitor"},
+    {"structperc.data", "structperc.eval"},
+    {"structperc.features"},
+    {"structperc.model", "structperc.decode", "structperc.checkpoint"},
+    {"structperc.structures"},
+    {"structperc.learn"},
+    {"structperc.train"},
+    {"structperc.crf"},
+    {"structperc.tasks"},
+    {"structperc.run", "structperc.predict"},
+]
+
+
+def layer_of(module: str) -> int:
+    for i, layer in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in layer):
+            return i
+    raise AssertionError(f"{module} belongs to no layer: add it to LAYERS")
+
+
+def test_imports_flow_one_way(graph):
+    # model and decode sit side by side: the label-chunk weights build the DP's potentials
+    upward = [
+        (m, i)
+        for m, imports in graph.items()
+        if m != "structperc"
+        for i in imports
+        if layer_of(i) > layer_of(m)
+    ]
+    assert upward == []
