@@ -24,9 +24,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # annotations only
     from structperc.model.updates import Updater
 
-CAPABILITIES = ("argmax", "nbest", "rescoring", "marginals")
-
-
 @dataclass
 class StepStats:
     """What one training instance did.
