@@ -10,6 +10,7 @@ sweepers (``-m learner.C=...``) can optimise it.  ``--help`` lists the config gr
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import hydra
@@ -20,14 +21,16 @@ from omegaconf import DictConfig, OmegaConf
 
 from structperc.data.loading import load_corpus, resolve_data_dir
 from structperc.features.cache import feature_cache_key
+from structperc.rerank.candidates import ListSettings
 from structperc.tasks.cascade import run_cascade
 from structperc.tasks.joint import run_joint
+from structperc.tasks.rerank import RankerSettings, run_rerank
 from structperc.tasks.tagging import run_tagging
 from structperc.train import FitSettings
 
 log = logging.getLogger("structperc")
 
-TASKS = ("tagging", "joint", "cascade")
+TASKS = ("tagging", "joint", "cascade", "rerank")
 
 
 def fit_settings(cfg: DictConfig) -> FitSettings:
@@ -40,7 +43,8 @@ def fit_settings(cfg: DictConfig) -> FitSettings:
 def flat_hparams(cfg: DictConfig) -> dict:
     """The run's settings as a flat dict of scalars (TensorBoard's HPARAMS tab, results.json)."""
     flat: dict = {"task": cfg.task.name}
-    for group in ("learner", "trainer", "features", "decoder", "task"):
+    groups = ("learner", "trainer", "features", "decoder", "task")
+    for group in (*groups, "ranker") if cfg.task.name == "rerank" else groups:
         if cfg.get(group) is None:
             continue
         for k, v in OmegaConf.to_container(cfg[group], resolve=True).items():
@@ -74,12 +78,18 @@ def local_features(cfg: DictConfig, data_dir: Path | None):
     return instantiate(fcfg), fcfg
 
 
-def tagging(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
+def tagging_inputs(cfg: DictConfig, data_dir: Path | None) -> tuple[dict, object, dict]:
+    """(corpus, local features, their cache key) of a CoNLL-2003 task."""
     corpus = load_data(cfg, data_dir)
     features, fcfg = local_features(cfg, data_dir)
     files = [data_dir / cfg.data.name / f"{s}.txt" for s in corpus] if data_dir else []
     if fcfg.get("gazetteer") != "none" and fcfg.get("gazetteer_path"):
         files.append(Path(fcfg["gazetteer_path"]))
+    return corpus, features, feature_cache_key(fcfg, files, cfg.data.max_docs)
+
+
+def tagging(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
+    corpus, features, key = tagging_inputs(cfg, data_dir)
     t = cfg.trainer
     doc_features = cfg.get("document_features")
     results = run_tagging(
@@ -88,7 +98,7 @@ def tagging(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
         learner=instantiate(cfg.learner),
         out_dir=out_dir,
         cache_dir=cfg.cache_dir,
-        cache_key=feature_cache_key(fcfg, files, cfg.data.max_docs),
+        cache_key=key,
         settings=fit_settings(cfg),
         eval_every=t.eval_every,
         batch_size=t.batch_size,
@@ -100,6 +110,51 @@ def tagging(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
         doc_features=instantiate(doc_features) if doc_features else None,
         n_test=cfg.decoder.n_test,
         constraints=cfg.decoder.constraints,
+    )
+    return float(results.get("dev", results.get("test", {})).get("f1", 0.0))
+
+
+def rerank(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
+    corpus, features, key = tagging_inputs(cfg, data_dir)
+    task = cfg.task
+    settings = fit_settings(cfg)
+    lists = ListSettings(folds=task.folds, unit=task.unit, n=task.n, n_test=task.n_test)
+    trainer = {k: cfg.trainer[k] for k in ("max_epochs", "tol", "patience", "shuffle")}
+    lists_key = {
+        "learner": OmegaConf.to_container(cfg.learner, resolve=True),
+        "trainer": trainer | {"seed": cfg.seed},
+        "features": key,
+        "lists": {"folds": task.folds, "unit": task.unit, "n": task.n, "n_test": task.n_test},
+    }
+    second = RankerSettings(
+        features=task.features,
+        base_feature=task.base_feature,
+        base_weight=task.base_weight,
+        local_features=task.local_features,
+        target=task.target,
+        min_units=task.min_units,
+        select_on_dev=task.select_on_dev,
+    )
+    doc_features = cfg.get("document_features")
+    results = run_rerank(
+        corpus=corpus,
+        features=features,
+        first_learner=instantiate(cfg.learner),
+        ranker=instantiate(cfg.ranker),
+        out_dir=out_dir,
+        cache_dir=cfg.cache_dir,
+        cache_key=key,
+        lists_dir=task.lists_dir,
+        lists_key=lists_key,
+        settings=settings,
+        ranker_settings=replace(settings, max_epochs=task.epochs),
+        lists=lists,
+        second=second,
+        fold=task.fold,
+        doc_features=instantiate(doc_features) if doc_features else None,
+        eval_every=cfg.trainer.eval_every,
+        write_predictions=cfg.write_predictions,
+        hparams=flat_hparams(cfg),
     )
     return float(results.get("dev", results.get("test", {})).get("f1", 0.0))
 
@@ -154,7 +209,7 @@ def main_from_config(cfg: DictConfig, out_dir: Path) -> float:
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
     data_dir = resolve_data_dir(cfg.data.dir)
-    driver = {"tagging": tagging, "joint": joint, "cascade": cascade}[name]
+    driver = {"tagging": tagging, "joint": joint, "cascade": cascade, "rerank": rerank}[name]
     return driver(cfg, out_dir, data_dir)
 
 

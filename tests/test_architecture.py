@@ -130,7 +130,7 @@ LAYERS = [  # lower layers never import higher ones
     {"structperc.structures"},
     {"structperc.learn"},
     {"structperc.train"},
-    {"structperc.crf"},
+    {"structperc.crf", "structperc.rerank"},
     {"structperc.tasks"},
     {"structperc.run", "structperc.predict"},
 ]

@@ -26,8 +26,10 @@ from structperc.features.document import NonLocalFeatures
 from structperc.features.extract import FeatureMatrix
 from structperc.model.document_weights import DocumentWeights
 from structperc.model.label_chunk_weights import GROUPS, LabelChunkWeights
+from structperc.model.ranker_weights import RankerWeights
 from structperc.model.weights import ChainWeights
 from structperc.structures.base import check_capabilities
+from structperc.structures.candidates import CandidateList, RankingData
 from structperc.structures.chain import ChainData, ChainStructure
 from structperc.structures.label_chunk import LabelChunkStructure, PartData
 from structperc.structures.rescoring import DocumentRescoring
@@ -211,8 +213,64 @@ class LabelChunkCase:
         return a.equal(b)
 
 
-CASES = [ChainCase(), ConstrainedChainCase(), RescoringCase(), LabelChunkCase()]
-NBEST_CASES = [c for c in CASES if c.name != "label_chunk"]  # the DP has no n-best lists
+class CandidateListCase:
+    """Fixed lists: L(x) scaled by β, counted global features and re-trained local features."""
+
+    name = "candidate_list"
+    lengths = [3, 2, 4]
+
+    def build(self, seed: int):
+        gen = torch.Generator().manual_seed(seed)
+        tokens = ChainData(random_matrix(self.lengths, 5, gen), torch.zeros(9, dtype=torch.long))
+        chain = ChainWeights(5, ["A", "B", "C"]).double()
+        weights = RankerWeights(6, chain).double()
+        randomize(weights.tables(), gen)
+        paths, base, ids, counts, offsets = [], [], [], [], [0]
+        for T in self.lengths:
+            rows = torch.randperm(3**T, generator=gen)[:4].tolist()  # 4 distinct labelings
+            for code in rows:
+                paths.append(torch.tensor([(code // 3**t) % 3 for t in range(T)]))
+                feats = torch.randint(0, 6, (3,), generator=gen)  # repeats count twice
+                ids.append(feats)
+                counts.append(len(feats))
+            base.append(torch.randn(4, generator=gen, dtype=torch.float64))
+            offsets.append(offsets[-1] + 4)
+        data = RankingData(
+            offsets=torch.tensor(offsets),
+            labels=torch.cat(paths),
+            label_offsets=torch.tensor([0, *torch.tensor([len(p) for p in paths]).cumsum(0)]),
+            base=torch.cat(base),
+            ids=torch.cat(ids),
+            id_offsets=torch.tensor([0, *torch.tensor(counts).cumsum(0).tolist()]),
+            tokens=tokens,
+            has_reference=False,
+        )
+        self.data = data
+        return CandidateList(weights, base_scale=0.5), data
+
+    def labelings(self, structure, data, d):
+        return [data.row(r) for r in data.candidate_rows(d)]
+
+    def oracle(self, structure, data, d, y) -> float:
+        r = next(r for r in data.candidate_rows(d) if torch.equal(data.row(r), y))
+        w = structure.weights
+        total = 0.5 * float(data.base[r]) * float(w.base[0, 0])
+        for k in data.ids[int(data.id_offsets[r]) : int(data.id_offsets[r + 1])].tolist():
+            total += float(w.global_.weight[k, 0])
+        return total + chain_oracle(w.chain, data.tokens.features, d, y.tolist())
+
+    def same(self, a, b) -> bool:
+        return torch.equal(torch.as_tensor(a), torch.as_tensor(b))
+
+
+CASES = [
+    ChainCase(),
+    ConstrainedChainCase(),
+    RescoringCase(),
+    LabelChunkCase(),
+    CandidateListCase(),
+]
+NBEST_CASES = [c for c in CASES if c.name not in ("label_chunk", "candidate_list")]
 
 
 def close(a: float, b: float) -> bool:
@@ -289,7 +347,7 @@ def test_capabilities_are_checked():
     from structperc.learn.perceptron import Perceptron
     from structperc.learn.proposed import ProposedPerceptron
 
-    chain, _, rescoring, label_chunk = (c.build(0)[0] for c in CASES)
+    chain, _, rescoring, label_chunk, _ = (c.build(0)[0] for c in CASES)
     offered = [
         (Perceptron(), (chain, rescoring, label_chunk)),
         (MaxMarginPerceptron(), (chain, rescoring, label_chunk)),

@@ -13,6 +13,9 @@ instance, and never the weight tables' layout.  It declares, instead of being pr
                evaluated with this many candidates during training
     online     True: ``step`` is called per instance by ``train.fit``'s epoch loop; False: the
                learner runs its own optimisation over the whole training set (``fit``, the CRF)
+    base_scale β, the scale of a first model's score as a reranking feature (Collins 2002)
+    vote       whether it predicts by the votes of every intermediate weight vector (Freund &
+               Schapire's voted perceptron; the updater then records the updates)
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only
     from structperc.model.updates import Updater
+
 
 @dataclass
 class StepStats:
@@ -59,6 +63,8 @@ class Learner:
     bpm_runs: int = 0
     nbest: int = 1
     online: bool = True
+    base_scale: float = 1.0
+    vote: bool = False
 
     def step(self, structure, updater: Updater, batch, gold) -> StepStats:
         """One online update on one instance (``structure.instance``); gold is its labeling."""

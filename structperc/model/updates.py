@@ -97,18 +97,25 @@ def path_delta(batch: FeatureBatch, gold: Tensor, pred: Tensor, num_labels: int)
 
 
 class Updater:
-    """Writes sparse deltas into a model's tables and keeps the sums for exact averaging."""
+    """Writes sparse deltas into a model's tables and keeps the sums for exact averaging.
 
-    def __init__(self, weights: ChainWeights, average: bool = False):
+    ``record=True`` also keeps every update as (instances completed before it, scaled delta):
+    the voted perceptron's prediction replays them (``structures.candidates.CandidateList.vote``).
+    """
+
+    def __init__(self, weights: ChainWeights, average: bool = False, record: bool = False):
         self.weights = weights
         self.average = average
         self.seen = 0  # instances completed
         self.sums = {n: torch.zeros_like(t) for n, t in weights.tables().items()} if average else {}
+        self.history: list[tuple[int, SparseDelta]] | None = [] if record else None
 
     @torch.no_grad()
     def apply(self, delta: SparseDelta, scale: float = 1.0) -> None:
         """w += scale * delta (and u += seen * scale * delta when averaging)."""
         tables = self.weights.tables()
+        if self.history is not None:
+            self.history.append((self.seen, delta if scale == 1.0 else delta.scaled(scale)))
         for name, (index, vals) in delta.parts.items():
             tables[name].view(-1).index_add_(0, index, vals, alpha=scale)
             if self.average and self.seen:

@@ -72,6 +72,43 @@ class ChainData:
         offsets = self.features.doc_offsets
         return self.labels[int(offsets[d]) : int(offsets[d + 1])]
 
+    def subset(self, docs: list[int]) -> ChainData:
+        """The documents ``docs``, in that order, as a data set of their own (copied)."""
+        batch = make_batch(self.features, docs)
+        doc_offsets = torch.zeros(len(docs) + 1, dtype=torch.long)
+        torch.cumsum(batch.lengths, 0, out=doc_offsets[1:])
+        labels = None if self.labels is None else torch.cat([self.gold(d) for d in docs])
+        documents = None if self.documents is None else [self.documents[d] for d in docs]
+        return ChainData(FeatureMatrix(batch.ids, batch.offsets, doc_offsets), labels, documents)
+
+    def sentences(self) -> tuple[ChainData, Tensor]:
+        """Every sentence of every document as an instance of its own, and the units [S, 3]
+        (document, first token, end token).  The tokens keep their document-level features."""
+        if self.documents is None:
+            raise ValueError("splitting into sentences needs the documents")
+        units, docs = [], []
+        for d, doc in enumerate(self.documents):
+            bounds = [*doc.sentence_starts, len(doc)]
+            for s, e in zip(bounds[:-1], bounds[1:], strict=True):
+                if e > s:
+                    units.append((d, s, e))
+                    docs.append(sub_document(doc, s, e))
+        starts = self.features.doc_offsets[[u[0] for u in units]]
+        bounds = torch.tensor([[s, e] for _, s, e in units], dtype=torch.long).view(-1, 2)
+        doc_offsets = torch.cat([starts + bounds[:, 0], (starts + bounds[:, 1])[-1:]])
+        features = FeatureMatrix(self.features.ids, self.features.offsets, doc_offsets)
+        return ChainData(features, self.labels, docs), torch.tensor(units, dtype=torch.long)
+
+
+def sub_document(doc: Document, start: int, end: int) -> Document:
+    """Tokens start..end-1 of ``doc`` as a document (one sentence)."""
+    return Document(
+        tokens=doc.tokens[start:end],
+        columns={k: v[start:end] for k, v in doc.columns.items()},
+        tags=None if doc.tags is None else doc.tags[start:end],
+        source=doc.source,
+    )
+
 
 class ChainStructure:
     """A first-order chain over ``weights`` (``ChainWeights`` or a subclass).
