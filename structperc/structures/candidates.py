@@ -195,18 +195,21 @@ class CandidateList:
 
     # -- the candidate algorithm (Kazama & Torisawa's re-rankers) --------------------------------
     def candidates(self, batch: RankingBatch, n: int, gold: Tensor | None = None) -> Candidates:
-        """The first n candidates with their F; the reference row as the gold."""
+        """The first n candidates, best under the local part first (as the n-best of the
+        proposed algorithm is ordered by Φ^l·α), with their F; the reference row as the gold."""
         total, local = self.row_scores(batch)
         first = batch.first_candidate
-        sl = slice(first, first + n)
-        cands = batch.paths[sl]
-        is_gold = (cands == gold.unsqueeze(0)).all(dim=1) if gold is not None else None
-        if is_gold is None:
+        rows = first + torch.arange(min(n, len(total) - first), device=total.device)
+        rows = rows[torch.argsort(local[rows], descending=True, stable=True)]
+        cands = batch.paths[rows]
+        if gold is None:
             is_gold = torch.zeros(len(cands), dtype=torch.bool, device=cands.device)
+        else:
+            is_gold = (cands == gold.unsqueeze(0)).all(dim=1)
         gold_total = total[0] if first else None
         gold_local = local[0] if first else None
-        rows = (batch.ids, batch.id_offsets)
-        return Candidates(cands, local[sl], total[sl], is_gold, gold_local, gold_total, rows)
+        csr = (batch.ids, batch.id_offsets)
+        return Candidates(cands, local[rows], total[rows], is_gold, gold_local, gold_total, csr)
 
     def candidate_delta(
         self, batch: RankingBatch, gold: Tensor, cands: Candidates, k: int, total: bool = True
@@ -214,7 +217,8 @@ class CandidateList:
         """h(reference) − h(candidate k) (``total=False``: the local part alone)."""
         if not batch.first_candidate:
             raise ValueError("candidate_delta needs units with a reference row")
-        delta = self.row_delta(batch, 0, batch.first_candidate + k)
+        row = int((batch.paths == cands.paths[k].unsqueeze(0)).all(dim=1)[1:].nonzero()[0]) + 1
+        delta = self.row_delta(batch, 0, row)
         if total:
             return delta
         return SparseDelta({n: v for n, v in delta.parts.items() if n in ("node", "edge")})
