@@ -124,7 +124,7 @@ def rerank(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
         "learner": OmegaConf.to_container(cfg.learner, resolve=True),
         "trainer": trainer | {"seed": cfg.seed},
         "features": key,
-        "lists": {"folds": task.folds, "unit": task.unit, "n": task.n, "n_test": task.n_test},
+        "lists": {"folds": task.folds, "unit": task.unit},  # n and n_test name the files
     }
     second = RankerSettings(
         features=task.features,

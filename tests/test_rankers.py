@@ -216,7 +216,7 @@ def test_jackknife_never_trains_a_first_model_on_its_held_out_fold(monkeypatch, 
         )
         from structperc.data.candidates import load_candidates
 
-        made, _ = load_candidates(tmp_path / f"fold{fold}")
+        made, _ = load_candidates(tmp_path / lists.file(fold))
         decoded[fold] = {f"w{d}" for d in made.units[:, 0].tolist()}
     for fold in range(3):
         held_out = {f"w{d}" for d in range(11) if d % 3 == fold}

@@ -69,14 +69,14 @@ def test_fold_jobs_fill_the_cache_that_the_ranker_reads(tmp_path, synthetic_dir,
         assert r["fold"] == fold
     lists = Path(r["lists"])
     assert sorted(p.name for p in lists.glob("*.json")) == [
-        "all_dev.json",
-        "all_test.json",
-        "fold0.json",
-        "fold1.json",
-        "fold2.json",
+        "all_dev_n10.json",
+        "all_test_n10.json",
+        "fold0_n5.json",
+        "fold1_n5.json",
+        "fold2_n5.json",
     ]
     _, r = run_main(common, synthetic_dir, tmp_path / "rank", monkeypatch)
     assert r["lists"] == str(lists)
     assert r["seconds"]["lists_made_here"] < 1.0  # read from the cache, nothing trained
-    meta = json.loads((lists / "fold0.json").read_text())
+    meta = json.loads((lists / "fold0_n5.json").read_text())
     assert meta["fold"] == 0 and meta["train_seconds"] > 0

@@ -49,6 +49,12 @@ class ListSettings:
     n: int = 20
     n_test: int = 100
 
+    def file(self, fold: int | str, split: str = "train") -> str:
+        """The file name of a fold's lists: ``fold{f}_n{n}``, or ``all_{split}_n{n_test}``."""
+        if fold == ALL:
+            return f"{ALL}_{split}_n{self.n_test}"
+        return f"fold{fold}_n{self.n}"
+
     def __post_init__(self):
         if self.unit not in ("document", "sentence"):
             raise ValueError(f"task.unit must be 'document' or 'sentence', got {self.unit!r}")
@@ -147,8 +153,10 @@ def generate_fold(
     folder: Path,
     meta: dict,
 ) -> None:
-    """Train first model ``fold`` and write its lists into ``folder``: ``fold{f}`` (the
-    held-out training units) or, for ``ALL``, one file per split of ``evaluate``."""
+    """Train first model ``fold`` and write its lists into ``folder`` (``ListSettings.file``):
+    the held-out training units' n best, or, for ``ALL``, the n_test best of each split of
+    ``evaluate``.  The folder is keyed by the first model, the data and the unit; the file
+    names by n, so lists of another n reuse nothing but the folder."""
     log_probs = "marginals" in learner.requires  # a CRF: L(x) = log p(y | x)
     if fold == ALL:
         model, seconds = train_first_model(learner, train, num_features, labels, settings)
@@ -157,7 +165,7 @@ def generate_fold(
             units, index = as_units(data, lists.unit)
             found = nbest_lists(model, units, index, lists.n_test, log_probs=log_probs, fold=-1)
             info = {"train_seconds": seconds, "decode_seconds": time.perf_counter() - t0}
-            save_candidates(folder / f"{ALL}_{split}", found, {**meta, **info, "fold": ALL})
+            save_candidates(folder / lists.file(ALL, split), found, {**meta, **info, "fold": ALL})
             log.info("first model %s: %d %s units, %.0fs", ALL, found.num_units, split, seconds)
         return
     docs, held_out = fold_documents(len(train), lists.folds, int(fold))
@@ -167,7 +175,7 @@ def generate_fold(
     index[:, 0] = torch.tensor(held_out)[index[:, 0]]  # documents of the whole training set
     found = nbest_lists(model, units, index, lists.n, log_probs=log_probs, fold=int(fold))
     info = {"train_seconds": seconds, "decode_seconds": time.perf_counter() - t0}
-    save_candidates(folder / f"fold{fold}", found, {**meta, **info, "fold": int(fold)})
+    save_candidates(folder / lists.file(fold), found, {**meta, **info, "fold": int(fold)})
     log.info("first model %s: %d held-out units, %.0fs", fold, found.num_units, seconds)
 
 

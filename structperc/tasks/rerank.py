@@ -169,14 +169,13 @@ def run_rerank(
         return results
     t0 = time.perf_counter()
     for f in folds:
-        name = f"fold{f}" if f != ALL else f"{ALL}_{next(iter(evaluated))}"
-        if not candidates_exist(folder / name):
+        if not candidates_exist(folder / lists.file(f, next(iter(evaluated)))):
             log.info("making the lists of first model %s (%s)", f, folder)
             generate_fold(f, **make)
     lists_seconds = time.perf_counter() - t0
-    train_parts = [load_candidates(folder / f"fold{f}") for f in range(lists.folds)]
+    train_parts = [load_candidates(folder / lists.file(f)) for f in range(lists.folds)]
     train_lists = CandidateSet.cat([c for c, _ in train_parts]).sorted_by_unit()
-    split_lists = {s: load_candidates(folder / f"{ALL}_{s}") for s in evaluated}
+    split_lists = {s: load_candidates(folder / lists.file(ALL, s)) for s in evaluated}
     first_seconds = [m["train_seconds"] for _, m in train_parts]
     all_meta = next(iter(split_lists.values()))[1]
 

@@ -1,0 +1,184 @@
+"""Kazama & Torisawa (2007) Tables 6 and 7: re-ranking against the margin perceptron and the
+proposed algorithm, from the runs' own files.
+
+Re-ranking 1 and 2 (``+experiment=conll03_rerank1|2``) run under ``runs/rerank/rerankK_seedS/``:
+a C grid for seed 0 (C chosen there on dev, as the paper tunes it with n' = 100) and the chosen
+C for the other seeds.  The margin perceptron of each seed is the first model trained on all the
+training data (the run's ``base_f1``: the 1-best of its lists, i.e. ``learner=margin`` with the
+same seed), the proposed algorithm the main job and ``runs/seeds/proposed_C1000_seedS``.  Means
+over seeds ± standard errors, and each method's paired gain over the margin perceptron.  Table 7
+is read from ``rerank_time.json`` (``rerank_time.py``: every training timed in one script).
+
+    python experiments/kazama2007/table6.py --readme experiments/kazama2007/README.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from summarize import replace_section  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+RUNS = HERE / "runs"
+PAPER = {  # Table 6 (dev, test) and Table 7 training seconds
+    "Margin perceptron": (91.06, 86.24, 15977),
+    "Re-ranking 1": (91.62, 86.57, 86742),
+    "Re-ranking 2": (92.08, 86.86, 112138),
+    "Proposed": (92.23, 87.04, 28880),
+}
+
+
+def load(run: Path) -> dict:
+    return {
+        "run": run,
+        "result": json.loads((run / "results.json").read_text()),
+        "config": OmegaConf.load(run / ".hydra" / "config.yaml"),
+    }
+
+
+def seed_runs(kind: str) -> dict[int, list[dict]]:
+    """seed -> the runs of ``rerank{kind}``."""
+    out: dict[int, list[dict]] = {}
+    for folder in sorted(RUNS.glob(f"rerank/rerank{kind}_seed*")):
+        seed = int(folder.name.rsplit("seed", 1)[1])
+        out[seed] = [load(p.parent) for p in sorted(folder.glob("*/results.json"))]
+    return out
+
+
+def chosen_c(runs: dict[int, list[dict]]) -> float | None:
+    grid = runs.get(0, [])
+    if not grid:
+        return None
+    best = max(grid, key=lambda r: r["result"]["dev"]["f1"])
+    return float(best["config"].ranker.C)
+
+
+def mean_se(values: list[float]) -> str:
+    if not values:
+        return "–"
+    se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):.2f} ± {se:.2f}"
+
+
+def collect() -> dict[str, dict[int, tuple[float, float]]]:
+    """method -> seed -> (dev F1, test F1)."""
+    methods: dict[str, dict[int, tuple[float, float]]] = {"Margin perceptron": {}}
+    for kind in ("1", "2"):
+        runs = seed_runs(kind)
+        c = chosen_c(runs)
+        name = f"Re-ranking {kind}"
+        methods[name] = {}
+        for seed, rs in runs.items():
+            at_c = [r for r in rs if float(r["config"].ranker.C) == c]
+            if not at_c:
+                continue
+            r = at_c[0]["result"]
+            methods[name][seed] = (r["dev"]["f1"], r["test"]["f1"])
+            methods["Margin perceptron"][seed] = (r["dev"]["base_f1"], r["test"]["base_f1"])
+    proposed = {0: RUNS / "main_job"}
+    proposed.update({int(p.name[-1]): p for p in RUNS.glob("seeds/proposed_C1000_seed*")})
+    methods["Proposed"] = {}
+    for seed, path in proposed.items():
+        if (path / "results.json").is_file():
+            r = json.loads((path / "results.json").read_text())
+            methods["Proposed"][seed] = (r["dev"]["f1"], r["test"]["f1"])
+    return methods
+
+
+def table6() -> str:
+    methods = collect()
+    base = methods["Margin perceptron"]
+    seeds = sorted(base)
+    cs = {f"Re-ranking {k}": chosen_c(seed_runs(k)) for k in ("1", "2")}
+    lines = [
+        f"Seeds {', '.join(map(str, seeds))} (mean ± standard error over seeds; gain: the mean "
+        "of the per-seed differences to the margin perceptron ± its standard error).",
+        "",
+        "| method | C | dev F1 | test F1 | test gain | paper dev | paper test | paper gain |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, per_seed in methods.items():
+        common = [s for s in seeds if s in per_seed]
+        dev = [per_seed[s][0] for s in common]
+        test = [per_seed[s][1] for s in common]
+        gain = [per_seed[s][1] - base[s][1] for s in common]
+        pdev, ptest, _ = PAPER[name]
+        pgain = ptest - PAPER["Margin perceptron"][1]
+        c = cs.get(name)
+        lines.append(f"| {name} | {c:g} | " if c else f"| {name} | – | ")
+        lines[-1] += (
+            f"{mean_se(dev)} | {mean_se(test)} | "
+            f"{mean_se(gain) if name != 'Margin perceptron' else '–'} | {pdev:.2f} | {ptest:.2f} | "
+            f"{'–' if name == 'Margin perceptron' else f'{pgain:+.2f}'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def grid() -> str:
+    lines = [
+        "| run | C | dev F1 | test F1 | first model dev / test | chosen epoch | ranking s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for kind in ("1", "2"):
+        for r in sorted(seed_runs(kind).get(0, []), key=lambda r: float(r["config"].ranker.C)):
+            res = r["result"]
+            lines.append(
+                f"| `{r['run'].relative_to(RUNS)}` | {float(r['config'].ranker.C):g} "
+                f"| {res['dev']['f1']:.2f} | {res['test']['f1']:.2f} "
+                f"| {res['dev']['base_f1']:.2f} / {res['test']['base_f1']:.2f} "
+                f"| {res['chosen_epoch']} | {res['seconds']['ranking']:.0f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def table7(path: Path) -> str:
+    if not path.is_file():
+        return "(run experiments/kazama2007/rerank_time.py)\n"
+    t = json.loads(path.read_text())
+    margin = t["margin"]["seconds"]
+    lines = [
+        "| method | what was timed | seconds | × margin perceptron | paper seconds | paper × |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for name, row in t.items():
+        label = {
+            "margin": "Margin perceptron",
+            "rerank1": "Re-ranking 1",
+            "rerank2": "Re-ranking 2",
+            "proposed": "Proposed",
+        }[name]
+        paper = PAPER[label][2]
+        lines.append(
+            f"| {label} | {row['what']} | {row['seconds']:.0f} | {row['seconds'] / margin:.2f} "
+            f"| {paper:,} | {paper / PAPER['Margin perceptron'][2]:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument(
+        "--readme", type=Path, help="README to update (sections table6, rerank_grid, table7)"
+    )
+    args = ap.parse_args()
+    tables = {
+        "table6": table6(),
+        "rerank_grid": grid(),
+        "table7": table7(HERE / "rerank_time.json"),
+    }
+    for name, text in tables.items():
+        print(f"## {name}\n\n{text}")
+        if args.readme:
+            replace_section(args.readme, name, text)
+
+
+if __name__ == "__main__":
+    main()
