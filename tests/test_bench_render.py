@@ -48,6 +48,73 @@ def _perceptron_worker(system: str, x: float) -> dict:
     return out
 
 
+def _rerank_section(bench, common: dict) -> dict:
+    passes = {"s_all": [2.0, 2.0], "cpu_s_all": [2.0, 2.0], "s": 2.0, "cpu_s": 2.0}
+    features = {f"features_{k}": v for k, v in passes.items()} | {"features_per_s": 50.0}
+    epochs = {"epoch_s_all": [3.0, 1.0, 1.0], "epoch_cpu_s_all": [3.0, 1.0, 1.0]}
+    epochs |= {"epoch_s": 1.0, "epoch_cpu_s": 1.0, "updates": [5, 4, 3]}
+    lists = [
+        {"unit": unit, "n": n, "units": 4, "tokens": 400, "candidates": 4 * n}
+        | {"candidates_per_unit": float(n), "gold_in_list": 3, "units_per_s": 2.0, **passes}
+        for unit, n in bench.rerank_bench.LISTS
+    ]
+    kazama = {
+        "learner": {"n": 20, "C": 1000.0, "local_update": False, "average": False},
+        "base_weight": 1.0,
+        "families": ["phrase", "conj"],
+        "global_features": 10,
+        "train_units": 4,
+        "train_rows": 84,
+        "train_lists_s": 1.0,
+        "train_features_s": 1.0,
+        "test_documents": 4,
+        "test_candidates": 80,
+        "first_model_test_f1": 60.0,
+        "candidate_test_f1": 61.0,
+        "peak_rss_mb": 300.0,
+        **features,
+        **{f"candidate_{k}": v for k, v in epochs.items()},
+    }
+    collins = {
+        "min_units": 5,
+        "global_features": 100,
+        "train_units": 40,
+        "train_rows": 840,
+        "train_lists_s": 1.0,
+        "train_features_s": 1.0,
+        "test_sentences": 40,
+        "test_candidates": 800,
+        "first_model_test_f1": 60.0,
+        "voted": {"beta": 0.5, "vote": True},
+        "vote_updates": 12,
+        "vote_vectors": 120,
+        "vote_s_all": [4.0],
+        "vote_s": 4.0,
+        "vote_cpu_s": 4.0,
+        "last_weights_s": 0.5,
+        "last_weights_cpu_s": 0.5,
+        "voted_test_f1": 62.0,
+        "boost": {"epsilon": 1e-4, "report_every": 50},
+        "boost_rounds": 200,
+        "boost_rounds_s": 0.5,
+        "boost_rounds_per_s": 400.0,
+        "boost_report_s_all": [0.125] * 4,
+        "boost_setup_s": 1.0,
+        "boost_pairs": 800,
+        "boost_test_f1": 63.0,
+        "peak_rss_mb": 600.0,
+        **features,
+        **{f"voted_{k}": v for k, v in epochs.items()},
+    }
+    return {
+        "config": {**common, **bench.rerank_bench.QUICK},
+        "wall_seconds": 1.0,
+        "lists": {"documents": 4, "rows": lists, "peak_rss_mb": 300.0},
+        "kazama": kazama,
+        "collins": collins,
+    }
+
+
 def _results(bench) -> dict:
     rounds = [{"structperc": _perceptron_worker("structperc", 1.0)}]
     rounds[0]["crfsuite"] = _perceptron_worker("crfsuite", 2.0)
@@ -167,6 +234,7 @@ def _results(bench) -> dict:
                     }
                 },
             },
+            "rerank": _rerank_section(bench, common),
         },
     }
     return json.loads(json.dumps(results))  # as read back from results.json
@@ -174,8 +242,9 @@ def _results(bench) -> dict:
 
 def test_render_every_section_and_required_row(bench):
     text = bench.render(_results(bench))
-    for heading in ("## 1. ", "## 2. ", "## 3. ", "## 4. ", "## 5. ", "## Every row at a glance"):
+    for heading in ("## 1. ", "## 2. ", "## 3. ", "## 4. ", "## 5. ", "## 6. "):
         assert heading in text
+    assert "## Every row at a glance" in text
     for row in (
         "20-best, training loop",
         "100-best of the test set",
@@ -187,6 +256,17 @@ def test_render_every_section_and_required_row(bench):
         "n' = 100 rescoring of the test set",
         "Label-chunk DP, CoNLL-2000 test (200 sentences), batch 1: sentences/s",
         "batch 32: sentences/s",
+        "20-best of every test document (`nbest_lists`), documents/s (seconds) | 2 (2.00)",
+        "100-best of every test document",
+        "20-best of every test sentence (`nbest_lists`), sentences/s",
+        "Kazama's non-local features of the test documents' 20-best, candidates/s | 50",
+        "Collins's features of the test sentences' 20-best, candidates/s | 50",
+        "Re-ranking 1 (candidate algorithm, n = 20, non-local features), seconds per epoch",
+        "Voted perceptron (Collins's features), seconds per epoch",
+        "Voted prediction of the test sentences' lists (12 updates replayed), seconds | 4.00",
+        "Boosting (Collins's features), rounds/s | 400",
+        "not made by a jackknife",
+        "no peer, absolute figures only",
     ):
         assert row in text, row
     assert "0.50×, i.e. 2.00× slower" in text  # CRF: 2 s against CRFsuite's 1 s per iteration
@@ -210,7 +290,35 @@ def test_render_schema_1_results(bench):
     }
     text = bench.render(bench.upgrade(old))
     assert "## 1. " in text and "## 2. " not in text
-    assert "Not in this results.json: section(s) crf, nbest, proposed, dp" in text
+    assert "Not in this results.json: section(s) crf, nbest, proposed, dp, rerank" in text
+
+
+def test_merge_keeps_the_other_sections(bench, tmp_path):
+    """``--only rerank`` replaces that section in the results.json there, keeps the others."""
+    old = _results(bench)
+    del old["sections"]["rerank"]
+    old["config"]["sections"] = [n for n in old["config"]["sections"] if n != "rerank"]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(old))
+    new = _results(bench)
+    new["command"] += " --only rerank"
+    new["machine"] = {**new["machine"], "date": "tomorrow"}
+    new["config"]["sections"] = ["rerank"]
+    new["sections"] = {"rerank": new["sections"]["rerank"]}
+    merged = bench.merge(path, new)
+    assert list(merged["sections"]) == list(bench.SECTIONS)
+    for name in old["sections"]:
+        assert merged["sections"][name] == old["sections"][name]
+    assert merged["machine"] == old["machine"] and merged["command"] == old["command"]
+    assert merged["config"]["sections"] == list(bench.SECTIONS)
+    assert merged["sections"]["rerank"]["run"]["machine"]["date"] == "tomorrow"
+    text = bench.render(merged)
+    assert "Not in this results.json" not in text
+    assert "This section was measured by a later run of its own, `" + new["command"] in text
+    # another slice of the data: no merge
+    other = {**new, "data": {**new["data"], "test": {"documents": 5, "tokens": 500}}}
+    assert bench.merge(path, other) is other
+    assert bench.merge(tmp_path / "missing.json", new) is new
 
 
 def test_parse_sets(bench):

@@ -260,6 +260,7 @@ def run_rerank(
         "first_models": sum(first_seconds) + all_meta["train_seconds"],
         "first_model_all": all_meta["train_seconds"],
         "first_models_folds": first_seconds,
+        "candidates": sum(m["decode_seconds"] for _, m in [*train_parts, *split_lists.values()]),
         "lists_made_here": lists_seconds,
         "global_features": features_seconds,
         "ranking": ranking_seconds,

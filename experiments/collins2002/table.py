@@ -1,0 +1,70 @@
+"""Collins (2002) on CoNLL-2003: the base model's 1-best against boosting and the voted
+perceptron over its n-best lists, from the runs' own files.
+
+Runs (``+experiment=conll03_collins_boost|vp``, and ``ranker=averaged``) live under ``runs/``.
+Every figure is read from a run's ``results.json``: P/R/F1 of the reranker and of the base
+model's 1-best (the CRF trained on all the training data), the relative reduction of the F1
+error, (F − F_base) / (100 − F_base), and the oracle F1 of the lists.
+
+    python experiments/collins2002/table.py --readme experiments/collins2002/README.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from summarize import replace_section  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+RUNS = HERE / "runs"
+PAPER = {"boost": ("Boosting", 87.6, 15.6), "vp": ("Voted perceptron", 87.9, 17.7)}
+
+
+def reduction(f: float, base: float) -> float:
+    return 100.0 * (f - base) / (100.0 - base)
+
+
+def table(split: str) -> str:
+    runs = sorted(p.parent for p in RUNS.glob("*/results.json"))
+    if not runs:
+        return "(no runs yet)\n"
+    lines = [
+        "| run | ranker | P | R | F1 | base F1 | error reduction | oracle F1 at n = "
+        "1 / 10 / 20 / 100 | gold listed | rounds or epochs kept | ranking s |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+    ]
+    for run in runs:
+        r = json.loads((run / "results.json").read_text())
+        s = r[split]
+        oracle = " / ".join(f"{s['oracle_f1'][n]:.2f}" for n in ("1", "10", "20", "100"))
+        lines.append(
+            f"| `{run.name}` | {r['ranker']} | {s['precision']:.2f} | {s['recall']:.2f} "
+            f"| {s['f1']:.2f} | {s['base_f1']:.2f} | {reduction(s['f1'], s['base_f1']):.1f}% "
+            f"| {oracle} | {s['gold_in_list']:.1f}% | {r['chosen_epoch']} "
+            f"| {r['seconds']['ranking']:.0f} |"
+        )
+    paper = ", ".join(f"{name} {f:.1f} F ({red:.1f}%)" for name, f, red in PAPER.values())
+    lines += [
+        "",
+        f"Collins's own figures (his web data, boundaries only): Max-Ent 85.3 F; {paper}.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--readme", type=Path, help="README to update (sections test, dev)")
+    args = ap.parse_args()
+    for split in ("test", "dev"):
+        text = table(split)
+        print(f"## {split}\n\n{text}")
+        if args.readme:
+            replace_section(args.readme, split, text)
+
+
+if __name__ == "__main__":
+    main()
