@@ -11,7 +11,7 @@ Sections, in order (each a module beside this file, its workers in fresh process
 1. ``perceptron`` (``perceptron_bench.py``): averaged perceptron vs CRFsuite — feature
    extraction, seconds per epoch, Viterbi decoding, memory.  Its first structperc worker also
    saves the *shared model* (k averaged-perceptron epochs, with the feature matrices) into a
-   temporary folder for sections 2-4; without section 1 the shared model is trained alone.
+   temporary folder for sections 2-4 and 6; without section 1 the shared model is trained alone.
 2. ``crf`` (``crf_bench.py``): seconds per L-BFGS iteration vs CRFsuite's L-BFGS, and the
    final F1 of the full run in ``experiments/kazama2007/runs/`` (read from its file).
 3. ``nbest`` (``nbest_bench.py``): 20-best in a training loop; 100-, 1,600- and 6,400-best of
@@ -19,15 +19,21 @@ Sections, in order (each a module beside this file, its workers in fresh process
 4. ``proposed`` (``proposed_bench.py``): an epoch of Kazama & Torisawa's proposed algorithm
    (n = 20, non-local features) and n' = 100 rescoring of the test set.
 5. ``dp`` (``dp_bench.py``): the label-chunk DP on the CoNLL-2000 test set, batch 1 and 32.
+6. ``rerank`` (``rerank_bench.py``): reranking (Collins 2002; Kazama & Torisawa 2007) — n-best
+   lists of the test set by documents (n = 20, 100) and sentences (n = 20), Kazama's non-local
+   and Collins's global features of them, seconds per epoch of the candidate algorithm
+   (re-ranking 1) and of the voted perceptron, the voted prediction, boosting rounds per second.
 
 Every timing is set beside a peer measured in the same script where one exists (CRFsuite), as
 a ratio of medians over repeats.  The settings (``DEFAULTS`` of each section) are sized for about
-15-20 minutes on a 2-core machine from the parts' known timings.  ``--quick`` (about a minute)
+20-25 minutes on a 2-core machine from the parts' known timings.  ``--quick`` (about a minute)
 runs everything on small slices, to check the plumbing; its numbers mean nothing.
 
 Writes ``results.json`` (every raw number, the settings, the machine) and ``README.md`` (rendered
-from the JSON by ``render``) next to this file, or under ``quick/`` with ``--quick``; ``--only``
-writes only the sections it names.
+from the JSON by ``render``) next to this file, or under ``quick/`` with ``--quick``.  ``--only``
+replaces only the sections it names in the results.json already there (``merge``: the others are
+kept, and each section run later notes its own command, machine and commit), unless that file is
+of other data (another ``--quick`` slice): then it writes a results.json of those sections alone.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ import dp_bench
 import nbest_bench
 import perceptron_bench
 import proposed_bench
+import rerank_bench
 from common import HERE, QUICK_DOCS, REPO, corpus_info, find_data_dir, load_corpus, log
 from common import machine_info as _machine_info
 
@@ -54,8 +61,9 @@ SECTIONS = {
     "nbest": nbest_bench,
     "proposed": proposed_bench,
     "dp": dp_bench,
+    "rerank": rerank_bench,
 }
-NEEDS_SHARED_MODEL = ("crf", "nbest", "proposed")
+NEEDS_SHARED_MODEL = ("crf", "nbest", "proposed", "rerank")
 SCHEMA = 2
 
 
@@ -159,12 +167,44 @@ def main(argv: list[str] | None = None) -> None:
         "shared_model": shared,
         "sections": sections,
     }
+    if args.only:
+        results = merge(out_dir / "results.json", results)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     text = render(results)
     (out_dir / "README.md").write_text(text)
     print(text)
-    log(f"wrote {out_dir / 'results.json'} and README.md in {results['wall_seconds']:.0f}s")
+    log(f"wrote {out_dir / 'results.json'} and README.md in {time.perf_counter() - t_start:.0f}s")
+
+
+def merge(path: Path, results: dict) -> dict:
+    """``--only``: the sections of ``results`` put into the results.json at ``path``, its other
+    sections kept.  The header (command, machine, wall time, shared model) stays that of the
+    earlier run; each section put in keeps this run's under ``run``.  ``results`` alone when
+    there is no such file, it is of other data (``--quick`` or not, another slice), or this run
+    has every section it has."""
+    if not path.is_file():
+        return results
+    old = json.loads(path.read_text())
+    new_names = results["config"]["sections"]
+    if old.get("schema", 1) < SCHEMA or old["data"] != results["data"]:
+        log(f"{path} is of another run's data or schema: written anew with {new_names} only")
+        return results
+    if set(old["sections"]) <= set(new_names):
+        return results
+    run = {k: results[k] for k in ("command", "machine", "wall_seconds", "shared_model")}
+    sections = {**old["sections"]}
+    for name in new_names:
+        sections[name] = {**results["sections"][name], "run": run}
+    sections = {name: sections[name] for name in SECTIONS if name in sections}
+    kept = [name for name in sections if name not in new_names]
+    log(f"{path}: sections {new_names} replaced, {kept} kept")
+    return {
+        **old,
+        "config": {**old["config"], "sections": list(sections)},
+        "shared_model": old.get("shared_model") or results["shared_model"],
+        "sections": sections,
+    }
 
 
 def upgrade(results: dict) -> dict:
@@ -288,7 +328,7 @@ def render(results: dict) -> str:
     shared = results.get("shared_model")
     if shared:
         lines += [
-            f"Shared model of sections 2-4: structperc's {shared['learner']}, k = "
+            f"Shared model of sections 2-4 and 6: structperc's {shared['learner']}, k = "
             f"{shared['epochs']} epochs over the training documents above (shuffled, seed "
             f"{shared['shuffle_seed']}), trained by this run (section 1's first structperc "
             "worker, or the same training alone) and kept in a temporary folder for the run.",
@@ -315,11 +355,30 @@ def render(results: dict) -> str:
                     f"start, {s['loadavg_end'][0]:.2f} at its end.",
                     "",
                 ]
+            if "run" in s:
+                lines += separate_run(s["run"])
     lines += [
         "Raw numbers of every worker (every epoch, pass and iteration) are in `results.json`.",
         "",
     ]
     return "\n".join(lines)
+
+
+def separate_run(run: dict) -> list[str]:
+    """The note of a section measured by a later ``--only`` run than the header's."""
+    m = run["machine"]
+    git = m.get("git") or {}
+    return [
+        f"This section was measured by a later run of its own, `{run['command']}` "
+        f"({run['wall_seconds']:.0f} s), on {m['date']}: {m['cpu_count']} CPUs "
+        f"({m['cpu_model']}), torch {m['torch']}, {m.get('torch_threads', 1)} torch thread(s), "
+        f"load average {m['loadavg_start'][0]:.2f} at its start and "
+        f"{m.get('loadavg_end', m['loadavg_start'])[0]:.2f} at its end; structperc at commit "
+        f"{git.get('commit') or '?'} with {git.get('structperc_files_changed', '?')} "
+        "uncommitted changed file(s) under `structperc/`. The machine line above is that of "
+        "the other sections' run.",
+        "",
+    ]
 
 
 if __name__ == "__main__":
