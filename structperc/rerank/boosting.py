@@ -21,7 +21,8 @@ against a line search); where one of A^± is empty that minimiser is at infinity
 is ±50.  W_{k*}^± are summed afresh from their pairs before the step (the running sums lose
 values far below their size to cancellation).  Every ``report_every`` rounds it reports an
 ``EpochLog`` (loss, ranking errors, rounds), which the rerank task evaluates on dev; the number
-of rounds is chosen there.
+of rounds is chosen there.  Boosting stops after ``rounds``, or when the loss changes by less
+than ``tol`` (relative) over ``patience`` reports in a row (the CRF's rule, ``train.Convergence``).
 Rounds touch only the candidates that contain k*; a round's cost is one pass over the W arrays
 (the argmax) plus the pairs and features it changes.
 """
@@ -37,7 +38,7 @@ from torch import Tensor
 
 from structperc.learn.base import Learner
 from structperc.model.updates import Updater
-from structperc.train import EpochLog, FitResult, FitSettings
+from structperc.train import Convergence, EpochLog, FitResult, FitSettings
 
 
 def csr_transpose(rows: Tensor, cols: Tensor, num_cols: int) -> tuple[Tensor, Tensor]:
@@ -94,13 +95,21 @@ class RankBoost(Learner):
     requires = frozenset({"ranking"})
     online = False
 
-    def __init__(self, rounds: int = 100_000, epsilon: float = 1e-4, report_every: int = 1000):
-        if rounds < 0 or epsilon < 0 or report_every < 1:
+    def __init__(
+        self,
+        rounds: int = 100_000,
+        epsilon: float = 1e-4,
+        report_every: int = 1000,
+        tol: float = 1e-4,
+        patience: int = 3,
+    ):
+        if rounds < 0 or epsilon < 0 or report_every < 1 or tol < 0 or patience < 1:
             raise ValueError(
-                f"learner: rounds >= 0, epsilon >= 0, report_every >= 1; got {rounds}, "
-                f"{epsilon}, {report_every}"
+                f"ranker: rounds >= 0, epsilon >= 0, report_every >= 1, tol >= 0, patience >= 1; "
+                f"got {rounds}, {epsilon}, {report_every}, {tol}, {patience}"
             )
         self.rounds, self.epsilon, self.report_every = rounds, epsilon, report_every
+        self.tol, self.patience = tol, patience
 
     def fit(
         self,
@@ -120,10 +129,13 @@ class RankBoost(Learner):
             tables["base"].fill_(w0)
         state = BoostingState.start(problem, w0)
         history: list[EpochLog] = []
+        convergence = Convergence(self.tol, self.patience)
+        stopped_by = "max_epochs"
         t0 = time.perf_counter()
         for t in range(1, self.rounds + 1):
             k, delta = state.round(problem, self.epsilon)
             if k < 0:
+                stopped_by = "no_feature"
                 break
             with torch.no_grad():
                 tables["global"][k, 0] += delta
@@ -131,10 +143,14 @@ class RankBoost(Learner):
                 ep = state.log(t // self.report_every, t, time.perf_counter() - t0)
                 t0 = time.perf_counter()
                 history.append(ep)
+                done = convergence.update(state.loss())
                 if on_epoch is not None:
                     on_epoch(ep)
+                if done:
+                    stopped_by = "converged"
+                    break
         epochs = history[-1].epoch if history else 0
-        return FitResult(epochs, "max_epochs", time.perf_counter() - t_start, history)
+        return FitResult(epochs, stopped_by, time.perf_counter() - t_start, history)
 
 
 MAX_STEP = 50.0  # |δ*| when one side has no pair at ε = 0 (the exact step is infinite)
