@@ -138,7 +138,7 @@ def test_rankboost_writes_the_tables_and_reports_every_k_rounds():
         FitSettings(progress=False),
         on_epoch=logs.append,
     )
-    assert [h.extra["rounds"] for h in logs] == [2, 4, 6] and result.epochs == 3
+    assert [h.extra["rounds"] for h in logs] == [0, 2, 4, 6] and result.epochs == 3
     assert float(weights.base) != 0 and float(weights.global_.weight.abs().sum()) > 0
     losses = [h.extra["loss"] for h in logs]
     assert losses == sorted(losses, reverse=True)

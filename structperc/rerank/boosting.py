@@ -21,8 +21,8 @@ against a line search); where one of A^± is empty that minimiser is at infinity
 is ±50.  W_{k*}^± are summed afresh from their pairs before the step (the running sums lose
 values far below their size to cancellation).  Every ``report_every`` rounds it reports an
 ``EpochLog`` (loss, ranking errors, rounds), which the rerank task evaluates on dev; the number
-of rounds is chosen there.  Boosting stops after ``rounds``, or when the loss changes by less
-than ``tol`` (relative) over ``patience`` reports in a row (the CRF's rule, ``train.Convergence``).
+of rounds is chosen there.  Boosting stops after ``rounds``, or once the loss has moved by less
+than ``tol`` times its starting value in each of ``patience`` reports in a row.
 Rounds touch only the candidates that contain k*; a round's cost is one pass over the W arrays
 (the argmax) plus the pairs and features it changes.
 """
@@ -38,7 +38,7 @@ from torch import Tensor
 
 from structperc.learn.base import Learner
 from structperc.model.updates import Updater
-from structperc.train import Convergence, EpochLog, FitResult, FitSettings
+from structperc.train import EpochLog, FitResult, FitSettings
 
 
 def csr_transpose(rows: Tensor, cols: Tensor, num_cols: int) -> tuple[Tensor, Tensor]:
@@ -128,8 +128,10 @@ class RankBoost(Learner):
         with torch.no_grad():
             tables["base"].fill_(w0)
         state = BoostingState.start(problem, w0)
-        history: list[EpochLog] = []
-        convergence = Convergence(self.tol, self.patience)
+        history: list[EpochLog] = [state.log(0, 0, 0.0)]  # w_0 alone: N = 0 can win on dev
+        if on_epoch is not None:
+            on_epoch(history[0])
+        start, previous, streak = state.loss(), state.loss(), 0
         stopped_by = "max_epochs"
         t0 = time.perf_counter()
         for t in range(1, self.rounds + 1):
@@ -143,10 +145,12 @@ class RankBoost(Learner):
                 ep = state.log(t // self.report_every, t, time.perf_counter() - t0)
                 t0 = time.perf_counter()
                 history.append(ep)
-                done = convergence.update(state.loss())
+                # settled: the loss moved by less than tol of its start, patience reports running
+                streak = streak + 1 if previous - state.loss() < self.tol * start else 0
+                previous = state.loss()
                 if on_epoch is not None:
                     on_epoch(ep)
-                if done:
+                if streak >= self.patience:
                     stopped_by = "converged"
                     break
         epochs = history[-1].epoch if history else 0

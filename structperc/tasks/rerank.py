@@ -250,7 +250,7 @@ def run_rerank(
     for split in evaluated:
         s, pred = split_f1(split, predict(split))
         cands = split_lists[split][0]
-        ns = sorted({*second.oracle_n, lists.n, lists.n_test})
+        ns = sorted(n for n in {*second.oracle_n, lists.n, lists.n_test} if n <= lists.n_test)
         results[split] = chunk_scores(s) | list_figures(cands, corpus[split], labels, ns)
         log.info("%s: F1 %.2f (first model %.2f)", split, s.f1, results[split]["base_f1"])
         if write_predictions:
