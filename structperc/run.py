@@ -126,15 +126,8 @@ def rerank(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
         "features": key,
         "lists": {"folds": task.folds, "unit": task.unit},  # n and n_test name the files
     }
-    second = RankerSettings(
-        features=task.features,
-        base_feature=task.base_feature,
-        base_weight=task.base_weight,
-        local_features=task.local_features,
-        target=task.target,
-        min_units=task.min_units,
-        select_on_dev=task.select_on_dev,
-    )
+    keys = ("features", "base_feature", "base_weight", "local_features", "target", "min_units")
+    second = RankerSettings(**{k: task[k] for k in keys}, select_on_dev=task.select_on_dev)
     doc_features = cfg.get("document_features")
     results = run_rerank(
         corpus=corpus,

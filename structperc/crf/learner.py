@@ -20,7 +20,6 @@ on the objective summed during the epoch), or after ``min(max_iterations, traine
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from structperc.crf.lbfgs import LBFGSTraining
@@ -29,7 +28,7 @@ from structperc.crf.semiring import get_semiring
 from structperc.crf.sgd import SGDTraining
 from structperc.learn.base import Learner
 from structperc.model.updates import Updater
-from structperc.train import EpochLog, FitResult, FitSettings
+from structperc.train import FitResult, FitSettings
 
 
 @dataclass
@@ -79,12 +78,7 @@ class CRF(Learner):
         get_semiring(self.semiring)
 
     def fit(
-        self,
-        structure,
-        updater: Updater,
-        data,
-        settings: FitSettings,
-        on_epoch: Callable[[EpochLog], None] | None = None,
+        self, structure, updater: Updater, data, settings: FitSettings, on_epoch=None
     ) -> FitResult:
         """Train ``updater.weights`` in place on the documents of ``data`` (``ChainData``).
 

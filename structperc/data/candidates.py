@@ -38,17 +38,26 @@ FORMAT = "structperc.candidates/1"
 class CandidateSet:
     """The n-best lists of U units (module docstring for the fields)."""
 
+    # per unit
     units: Tensor
     offsets: Tensor
+    gold_base: Tensor
+    fold: Tensor
+    # per candidate row
     labels: Tensor
     label_offsets: Tensor
     base: Tensor
-    gold_base: Tensor
     errors: Tensor
     tp: Tensor
     fp: Tensor
     fn: Tensor
-    fold: Tensor
+
+    def rows(self, u: int) -> range:
+        return range(int(self.offsets[u]), int(self.offsets[u + 1]))
+
+    def labeling(self, r: int) -> Tensor:
+        """Label ids [T] of candidate row r."""
+        return self.labels[int(self.label_offsets[r]) : int(self.label_offsets[r + 1])]
 
     @property
     def num_units(self) -> int:
@@ -57,13 +66,6 @@ class CandidateSet:
     @property
     def num_rows(self) -> int:
         return len(self.base)
-
-    def rows(self, u: int) -> range:
-        return range(int(self.offsets[u]), int(self.offsets[u + 1]))
-
-    def labeling(self, r: int) -> Tensor:
-        """Label ids [T] of candidate row r."""
-        return self.labels[int(self.label_offsets[r]) : int(self.label_offsets[r + 1])]
 
     def paths(self, u: int, n: int | None = None) -> Tensor:
         """The first n (default all) candidates of unit u as [m, T]."""

@@ -14,10 +14,9 @@ one ``embedding_bag`` call over the CSR rows of ``NonLocalFeatures.vectorize``.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from structperc.model.weights import ChainWeights
+from structperc.model.weights import ChainWeights, bag_sums
 
 
 class DocumentWeights(ChainWeights):
@@ -36,11 +35,7 @@ class DocumentWeights(ChainWeights):
 
     def global_scores(self, ids: Tensor, offsets: Tensor) -> Tensor:
         """Φ^g·α^g [n] of n candidates given as CSR rows (ids [nnz], offsets [n + 1])."""
-        w = self.global_.weight
-        out = F.embedding_bag(
-            ids.to(w.device), w, offsets.to(w.device), mode="sum", include_last_offset=True
-        )
-        return out[:, 0]
+        return bag_sums(self.global_.weight, ids, offsets)[:, 0]
 
     @staticmethod
     def global_counts(ids: Tensor, offsets: Tensor, num_global: int) -> Tensor:

@@ -15,10 +15,9 @@ All tables start at zero and are written in place by the rankers (no autograd).
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from structperc.model.weights import ChainWeights
+from structperc.model.weights import ChainWeights, bag_sums
 
 
 class RankerWeights(nn.Module):
@@ -40,8 +39,4 @@ class RankerWeights(nn.Module):
 
     def global_scores(self, ids: Tensor, offsets: Tensor) -> Tensor:
         """Σ_s w_s h_s [r] of r candidates given as CSR rows (ids [nnz], offsets [r + 1])."""
-        w = self.global_.weight
-        out = F.embedding_bag(
-            ids.to(w.device), w, offsets.to(w.device), mode="sum", include_last_offset=True
-        )
-        return out[:, 0]
+        return bag_sums(self.global_.weight, ids, offsets)[:, 0]

@@ -62,6 +62,18 @@ class ChainWeights(nn.Module):
         return chain_potentials(*self.token_scores(batch), batch)
 
 
+def bag_sums(table: Tensor, ids: Tensor, offsets: Tensor) -> Tensor:
+    """Σ of the rows of ``table`` [F, D] named by each CSR row (ids [nnz], offsets [n + 1]): [n, D]
+    (what ``EmbeddingBag(mode="sum")`` computes), on the table's device."""
+    return F.embedding_bag(
+        ids.to(table.device),
+        table,
+        offsets.to(table.device),
+        mode="sum",
+        include_last_offset=True,
+    )
+
+
 def chain_potentials(node: Tensor, edge: Tensor, batch: FeatureBatch) -> Tensor:
     """Potentials [B, T, L, L] (from, to) of a batch from its token scores, out of place (autograd
     runs through it: the CRF).

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -112,12 +111,7 @@ class RankBoost(Learner):
         self.tol, self.patience = tol, patience
 
     def fit(
-        self,
-        structure,
-        updater: Updater,
-        data,
-        settings: FitSettings,
-        on_epoch: Callable[[EpochLog], None] | None = None,
+        self, structure, updater: Updater, data, settings: FitSettings, on_epoch=None
     ) -> FitResult:
         """Boost on the units of ``data`` (``RankingData`` with references); the weights go into
         ``updater.weights``'s "base" and "global" tables."""
