@@ -85,7 +85,8 @@ def tagging_inputs(cfg: DictConfig, data_dir: Path | None) -> tuple[dict, object
     files = [data_dir / cfg.data.name / f"{s}.txt" for s in corpus] if data_dir else []
     if fcfg.get("gazetteer") != "none" and fcfg.get("gazetteer_path"):
         files.append(Path(fcfg["gazetteer_path"]))
-    return corpus, features, feature_cache_key(fcfg, files, cfg.data.max_docs)
+    extraction = {k: v for k, v in fcfg.items() if k != "edges"}  # edges: the model, not the ids
+    return corpus, features, feature_cache_key(extraction, files, cfg.data.max_docs)
 
 
 def tagging(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
@@ -126,6 +127,8 @@ def rerank(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
         "features": key,
         "lists": {"folds": task.folds, "unit": task.unit},  # n and n_test name the files
     }
+    if not features.edges:  # (keys of the default model stay as they were)
+        lists_key["edges"] = False
     keys = ("features", "base_feature", "base_weight", "local_features", "target", "min_units")
     second = RankerSettings(**{k: task[k] for k in keys}, select_on_dev=task.select_on_dev)
     doc_features = cfg.get("document_features")

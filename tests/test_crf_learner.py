@@ -56,8 +56,10 @@ def toy_problem(
     return FeatureMatrix(ids, offsets, doc_offsets), labels, [f"y{i}" for i in range(L)]
 
 
-def random_weights(F_: int, labels: list[str], seed: int = 1, scale: float = 0.5) -> ChainWeights:
-    w = ChainWeights(F_, labels).double()
+def random_weights(
+    F_: int, labels: list[str], seed: int = 1, scale: float = 0.5, edges: bool = True
+) -> ChainWeights:
+    w = ChainWeights(F_, labels, edges).double()
     gen = torch.Generator().manual_seed(seed)
     for t in w.tables().values():
         t.copy_(scale * torch.randn(t.shape, generator=gen, dtype=t.dtype))
@@ -150,19 +152,21 @@ def test_length_buckets_respect_the_budget_and_cover_every_document():
 # ---------------------------------------------------------------------------------------------
 # the objective and its gradient
 # ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("edges", [True, False])
 @pytest.mark.parametrize("semiring", ["log", "scaled"])
-def test_objective_matches_brute_force(semiring):
+def test_objective_matches_brute_force(semiring, edges):
     features, labels, names = toy_problem(4)
-    weights = random_weights(12, names)
+    weights = random_weights(12, names, edges=edges)
     learner = CRF(sigma2=2.0, semiring=semiring)
     f, total, _, errors = objective_of(learner, weights, features, labels)
     assert f == pytest.approx(brute_objective(weights, features, labels, 2.0), rel=1e-10)
     assert 0 <= errors <= features.num_tokens
 
 
-def test_gradient_matches_finite_differences():
+@pytest.mark.parametrize("edges", [True, False])
+def test_gradient_matches_finite_differences(edges):
     features, labels, names = toy_problem(5)
-    weights = random_weights(12, names, scale=0.3)
+    weights = random_weights(12, names, scale=0.3, edges=edges)
     learner = CRF(sigma2=1.5)
     _, _, grads, _ = objective_of(learner, weights, features, labels)
     gen = torch.Generator().manual_seed(0)

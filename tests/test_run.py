@@ -200,3 +200,17 @@ def test_iob2_constraints_are_a_decoder_setting_saved_with_the_model(
     lines = [ln.split() for ln in (out / "dev.pred.txt").read_text().splitlines() if ln]
     tags = [ln[-1] for ln in lines if not ln[0].startswith("-DOCSTART-")]
     assert iob2_valid(tags)
+
+
+def test_transition_matrix_model_trains_saves_and_predicts(tmp_path, synthetic_dir, monkeypatch):
+    results, out = _run(
+        tmp_path,
+        synthetic_dir,
+        ["features.gazetteer=none", "trainer.max_epochs=3", "features.edges=false"],
+        monkeypatch,
+    )
+    weights, _, _ = load_model(out)
+    assert not weights.edges and weights.edge.weight.shape == (1, 81)
+    assert results["test"]["f1"] > 80
+    scores = tag_file(out, synthetic_dir / "conll2003" / "test.txt", tmp_path / "tagged.txt")
+    assert scores.f1 == pytest.approx(results["test"]["f1"])

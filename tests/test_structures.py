@@ -96,11 +96,37 @@ class ChainCase:
         T = len(data.gold(d))
         return [torch.tensor(p) for p in itertools.product(range(3), repeat=T)]
 
-    def oracle(self, structure, data, d, y) -> float:
+    def local(self, structure, data, d, y) -> float:
+        """The chain's score (what its n-best lists rank by)."""
         return chain_oracle(structure.weights, data.features, d, y.tolist())
+
+    def oracle(self, structure, data, d, y) -> float:
+        return self.local(structure, data, d, y)
 
     def same(self, a, b) -> bool:
         return torch.equal(torch.as_tensor(a), torch.as_tensor(b))
+
+
+class TransitionChainCase(ChainCase):
+    """The chain with node features and one label transition matrix (``edges=False``)."""
+
+    name = "chain_transitions"
+
+    def build(self, seed: int):
+        structure, data = super().build(seed)
+        weights = ChainWeights(7, ["A", "B", "C"], edges=False).double()
+        randomize(weights.tables(), torch.Generator().manual_seed(seed + 100))
+        return ChainStructure(weights), data
+
+    def local(self, structure, data, d, y) -> float:
+        L, first, y = 3, int(data.features.doc_offsets[d]), y.tolist()
+        node, trans = structure.weights.node.weight, structure.weights.edge.weight[0]
+        total = 0.0
+        for t, label in enumerate(y):
+            total += sum(float(node[f, label]) for f in token_ids(data.features, first + t))
+            if t:
+                total += float(trans[y[t - 1] * L + label])
+        return total
 
 
 class ConstrainedChainCase(ChainCase):
@@ -265,6 +291,7 @@ class CandidateListCase:
 
 CASES = [
     ChainCase(),
+    TransitionChainCase(),
     ConstrainedChainCase(),
     RescoringCase(),
     LabelChunkCase(),
@@ -319,15 +346,14 @@ def test_nbest_lists_are_the_enumerations_top_n(case, n):
         batch, _ = structure.instance(data, d, "cpu")
         # the n best under the chain's scores (the local model, for the rescoring structure)
         scored = sorted(
-            chain_oracle(structure.weights, data.features, d, y.tolist())
-            for y in case.labelings(structure, data, d)
-        )[::-1]
+            case.local(structure, data, d, y) for y in case.labelings(structure, data, d)
+        )
+        scored = scored[::-1]
         paths, scores = structure.nbest(batch, n)
         m = min(n, len(scored))
         for k in range(m):
             assert close(float(scores[k]), scored[k])
-            y = paths[k]
-            assert close(chain_oracle(structure.weights, data.features, d, y.tolist()), scored[k])
+            assert close(case.local(structure, data, d, paths[k]), scored[k])
         assert bool(torch.isinf(scores[m:]).all()) and bool((paths[m:] == -1).all())
 
 
@@ -347,7 +373,7 @@ def test_capabilities_are_checked():
     from structperc.learn.perceptron import Perceptron
     from structperc.learn.proposed import ProposedPerceptron
 
-    chain, _, rescoring, label_chunk, _ = (c.build(0)[0] for c in CASES)
+    chain, _, _, rescoring, label_chunk, _ = (c.build(0)[0] for c in CASES)
     offered = [
         (Perceptron(), (chain, rescoring, label_chunk)),
         (MaxMarginPerceptron(), (chain, rescoring, label_chunk)),

@@ -138,6 +138,16 @@ def posterior_errors(node_grad: Tensor, labels: Tensor) -> int:
     return int((marg.argmax(dim=1) != labels).sum())
 
 
+def edge_lookup(
+    weights: ChainWeights, leaf: Tensor, ids: Tensor, offsets: Tensor, index: TransposedIndex
+) -> Tensor:
+    """Edge scores [N, L*L] of N tokens: ``lookup`` of the edge table, or its one transition row
+    repeated (``edges=False``; autograd sums its gradient over the tokens)."""
+    if weights.edges:
+        return lookup(leaf, ids, offsets, index)
+    return leaf.expand(len(offsets) - 1, leaf.shape[1])
+
+
 def full_objective(
     learner: CRFSettings,
     weights: ChainWeights,
@@ -157,7 +167,7 @@ def full_objective(
     ids, offsets = features.ids, features.offsets
     with torch.enable_grad():
         token_node = lookup(leaves[0], ids, offsets, index)  # [N, L]
-        token_edge = lookup(leaves[1], ids, offsets, index)  # [N, L*L]
+        token_edge = edge_lookup(weights, leaves[1], ids, offsets, index)  # [N, L*L]
     scores = torch.cat([token_node, token_edge], dim=1).detach()  # [N, L + L*L]
     grad_scores = torch.zeros_like(scores)
     total, errors = 0.0, 0

@@ -27,7 +27,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from structperc.crf.lookup import lookup
-from structperc.crf.objective import bucket_loss, dtype_of, posterior_errors
+from structperc.crf.objective import bucket_loss, dtype_of, edge_lookup, posterior_errors
 from structperc.crf.optimization import Iteration, Optimization
 from structperc.train import epoch_order
 
@@ -121,7 +121,7 @@ class SGDTraining(Optimization):
             leaves = [t.detach().requires_grad_(True) for t in tables]
             with torch.enable_grad():
                 node = lookup(leaves[0], batch.ids, batch.offsets, bucket.index)  # [N_b, L]
-                edge = lookup(leaves[1], batch.ids, batch.offsets, bucket.index)  # [N_b, L*L]
+                edge = edge_lookup(self.weights, leaves[1], batch.ids, batch.offsets, bucket.index)
                 scores = torch.cat([node, edge], dim=1).to(dtype) * opt.scale
                 scores.retain_grad()
                 loss = bucket_loss(learner, scores, bucket, L)

@@ -48,6 +48,9 @@ class LocalFeatures:
             fire) or e.g. ``"0"`` (CRF++ columns: every flag has a value at every token).
         boundary: positions outside the document take boundary values (``_B-1`` ...), as in
             CRF++, instead of firing nothing.
+        edges: every feature is also an edge feature x × y_-1 × y_0 (Table 1); False: node
+            features and a label transition matrix (``model.weights.ChainWeights``).  It does
+            not change extraction, only the model the features feed.
     """
 
     def __init__(
@@ -63,6 +66,7 @@ class LocalFeatures:
         min_count: int = 2,
         flag_off: str | None = None,
         boundary: bool = False,
+        edges: bool = True,
     ):
         if gazetteer not in MODES:
             raise ValueError(f"features.gazetteer must be one of {MODES}, got {gazetteer!r}")
@@ -91,6 +95,7 @@ class LocalFeatures:
                 )
             self.entries = read_gazetteer(gazetteer_path)
         self.flag_off = None if flag_off is None else str(flag_off)  # YAML may give 0
+        self.edges = edges
         self.vocab = Vocabulary(self.templates, min_count, boundary)
 
     # ------------------------------------------------------------------------------------
@@ -140,6 +145,7 @@ class LocalFeatures:
             token_attributes=list(self.token_attributes),
             window=self.window,
             flag_off=self.flag_off,
+            edges=self.edges,
             gazetteer=self.gazetteer,
             gazetteer_types=self.gazetteer_types,
             gazetteer_folds=self.gazetteer_folds,
@@ -158,6 +164,7 @@ class LocalFeatures:
         obj.token_attributes = tuple(meta["token_attributes"])
         obj.window = meta["window"]
         obj.flag_off = meta.get("flag_off")
+        obj.edges = meta.get("edges", True)
         obj.min_count = meta["min_count"]
         obj.entries = {t: {tuple(e.split(" ")) for e in es} for t, es in meta["entries"].items()}
         obj.vocab = Vocabulary.from_state(meta, tensors)

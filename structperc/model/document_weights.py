@@ -22,8 +22,8 @@ from structperc.model.weights import ChainWeights, bag_sums
 class DocumentWeights(ChainWeights):
     """``ChainWeights`` and a zero-initialised non-local table over ``num_global`` features."""
 
-    def __init__(self, num_features: int, labels: list[str], num_global: int):
-        super().__init__(num_features, labels)
+    def __init__(self, num_features: int, labels: list[str], num_global: int, edges: bool = True):
+        super().__init__(num_features, labels, edges)
         self.global_ = nn.EmbeddingBag(num_global, 1, mode="sum")
         self.global_.weight.requires_grad_(False)
         nn.init.zeros_(self.global_.weight)

@@ -33,7 +33,14 @@ def save_model(
     doc = {"document_features": doc_features.state()[0]} if doc_features is not None else {}
     atomic_write_json(
         directory / "model.json",
-        {"format": FORMAT, "labels": weights.labels, "features": meta, "info": info or {}, **doc},
+        {
+            "format": FORMAT,
+            "labels": weights.labels,
+            "edges": weights.edges,
+            "features": meta,
+            "info": info or {},
+            **doc,
+        },
     )
     return directory
 
@@ -55,17 +62,17 @@ def load_model(directory: str | Path) -> tuple[ChainWeights, LocalFeatures, dict
     vocab = {k[6:]: v for k, v in tensors.items() if k.startswith("vocab.")}
     features = LocalFeatures.from_state(meta["features"], vocab)
     info = dict(meta.get("info", {}))
+    edges = meta.get("edges", True)
     if "document_features" in meta:
         from structperc.features.document import NonLocalFeatures
         from structperc.model.document_weights import DocumentWeights
 
         doc_features = NonLocalFeatures.from_state(meta["document_features"])
-        weights = DocumentWeights(
-            features.num_features, meta["labels"], len(tensors["weights.global"])
-        )
+        num_global = len(tensors["weights.global"])
+        weights = DocumentWeights(features.num_features, meta["labels"], num_global, edges)
         info["document_features"] = doc_features
     else:
-        weights = ChainWeights(features.num_features, meta["labels"])
+        weights = ChainWeights(features.num_features, meta["labels"], edges)
     for name, table in weights.tables().items():
         table.data.copy_(tensors[f"weights.{name}"])
     return weights, features, info

@@ -64,12 +64,15 @@ class SparseDelta:
         return SparseDelta({n: (i, v * factor) for n, (i, v) in self.parts.items()})
 
 
-def path_delta(batch: FeatureBatch, gold: Tensor, pred: Tensor, num_labels: int) -> SparseDelta:
+def path_delta(
+    batch: FeatureBatch, gold: Tensor, pred: Tensor, num_labels: int, edges: bool = True
+) -> SparseDelta:
     """Phi(x, gold) - Phi(x, pred) for token label sequences gold, pred [N] of the batch.
 
     Node entries: feature f of token t, +1 at (f, gold_t) and -1 at (f, pred_t), where they
     differ.  Edge entries: +1 at (f, gold_{t-1} * L + gold_t) and -1 at the predicted pair, for
-    tokens after a document's first whose label pairs differ.
+    tokens after a document's first whose label pairs differ; with ``edges=False`` (a transition
+    matrix, ``ChainWeights``) the one row 0 stands for f.
     """
     L = num_labels
     node_diff = gold != pred  # [N]
@@ -84,6 +87,9 @@ def path_delta(batch: FeatureBatch, gold: Tensor, pred: Tensor, num_labels: int)
     edge_on = edge_diff[owner]
     nf, ef = feats[node_on], feats[edge_on]
     no, eo = owner[node_on], owner[edge_on]
+    if not edges:  # one transition row, once per token
+        eo = torch.nonzero(edge_diff).squeeze(1)
+        ef = torch.zeros_like(eo)
     ones_n = torch.ones(2 * len(nf), device=gold.device)
     ones_n[len(nf) :] = -1
     ones_e = torch.ones(2 * len(ef), device=gold.device)

@@ -7,8 +7,15 @@ Every surface feature f (a row) has a node weight per label and an edge weight p
     edge: EmbeddingBag(F, L * L, mode="sum")   edge[f, i * L + j]   (from i to j)
 
 The score of label j at token t after label i is  sum_{f in x_t} node[f, j] + edge[f, i*L + j],
-one ``embedding_bag`` call per table for a whole batch.  Tables start at zero (not PyTorch's
-N(0, 1)).  No autograd: learners write the tables directly (``updates.py``).
+one ``embedding_bag`` call per table for a whole batch.  With ``edges=False`` the features are
+node features only and the edge table is one row, a label transition matrix shared by every
+token (CRFsuite's first-order model; a 45-tag POS tagger would need 2,025 edge weights per
+feature otherwise):
+
+    edge: [1, L * L]   edge[0, i * L + j]
+
+Tables start at zero (not PyTorch's N(0, 1)).  No autograd: learners write the tables directly
+(``updates.py``).
 """
 
 from __future__ import annotations
@@ -21,14 +28,16 @@ from structperc.model.batch import FeatureBatch
 
 
 class ChainWeights(nn.Module):
-    """Node and edge weight tables over ``num_features`` surface features and ``labels``."""
+    """Node and edge weight tables over ``num_features`` surface features and ``labels``
+    (``edges=False``: a transition matrix instead of edge features)."""
 
-    def __init__(self, num_features: int, labels: list[str]):
+    def __init__(self, num_features: int, labels: list[str], edges: bool = True):
         super().__init__()
         self.labels = list(labels)
+        self.edges = edges
         L = len(labels)
         self.node = nn.EmbeddingBag(num_features, L, mode="sum")
-        self.edge = nn.EmbeddingBag(num_features, L * L, mode="sum")
+        self.edge = nn.EmbeddingBag(num_features if edges else 1, L * L, mode="sum")
         for table in (self.node, self.edge):
             table.weight.requires_grad_(False)
             nn.init.zeros_(table.weight)
@@ -42,7 +51,7 @@ class ChainWeights(nn.Module):
         return self.node.num_embeddings
 
     def tables(self) -> dict[str, Tensor]:
-        """The weight tensors by name ("node" [F, L], "edge" [F, L*L])."""
+        """The weight tensors by name ("node" [F, L], "edge" [F, L*L] or [1, L*L])."""
         return {"node": self.node.weight, "edge": self.edge.weight}
 
     def token_scores(self, batch: FeatureBatch) -> tuple[Tensor, Tensor]:
@@ -54,6 +63,8 @@ class ChainWeights(nn.Module):
         offsets [N + 1])."""
         L = self.num_labels
         node = F.embedding_bag(ids, self.node.weight, offsets, mode="sum", include_last_offset=True)
+        if not self.edges:  # the transition matrix at every token
+            return node, self.edge.weight.view(1, L, L).expand(len(node), L, L)
         edge = F.embedding_bag(ids, self.edge.weight, offsets, mode="sum", include_last_offset=True)
         return node, edge.view(-1, L, L)
 

@@ -81,11 +81,16 @@ def as_units(data: ChainData, unit: str) -> tuple[ChainData, torch.Tensor]:
 
 
 def train_first_model(
-    learner, train: ChainData, num_features: int, labels: list[str], settings: FitSettings
+    learner,
+    train: ChainData,
+    num_features: int,
+    labels: list[str],
+    settings: FitSettings,
+    edges: bool = True,
 ) -> tuple[ChainStructure, float]:
     """A chain trained on ``train`` (any chain learner, the CRF included); (structure, seconds)."""
     t0 = time.perf_counter()
-    weights = ChainWeights(num_features, labels).to(settings.device)
+    weights = ChainWeights(num_features, labels, edges).to(settings.device)
     structure = ChainStructure(weights)
     updater = Updater(weights, average=learner.average)
     fit(learner, structure, updater, train, settings)
@@ -152,6 +157,7 @@ def generate_fold(
     lists: ListSettings,
     folder: Path,
     meta: dict,
+    edges: bool = True,
 ) -> None:
     """Train first model ``fold`` and write its lists into ``folder`` (``ListSettings.file``):
     the held-out training units' n best, or, for ``ALL``, the n_test best of each split of
@@ -159,7 +165,7 @@ def generate_fold(
     names by n, so lists of another n reuse nothing but the folder."""
     log_probs = "marginals" in learner.requires  # a CRF: L(x) = log p(y | x)
     if fold == ALL:
-        model, seconds = train_first_model(learner, train, num_features, labels, settings)
+        model, seconds = train_first_model(learner, train, num_features, labels, settings, edges)
         for split, data in evaluate.items():
             t0 = time.perf_counter()
             units, index = as_units(data, lists.unit)
@@ -169,7 +175,8 @@ def generate_fold(
             log.info("first model %s: %d %s units, %.0fs", ALL, found.num_units, split, seconds)
         return
     docs, held_out = fold_documents(len(train), lists.folds, int(fold))
-    model, seconds = train_first_model(learner, train.subset(docs), num_features, labels, settings)
+    fold_train = train.subset(docs)
+    model, seconds = train_first_model(learner, fold_train, num_features, labels, settings, edges)
     t0 = time.perf_counter()
     units, index = as_units(train.subset(held_out), lists.unit)
     index[:, 0] = torch.tensor(held_out)[index[:, 0]]  # documents of the whole training set

@@ -180,7 +180,8 @@ class CandidateList:
         delta = SparseDelta(parts)
         if local and self.weights.chain is not None:
             L = self.weights.chain.num_labels
-            delta = delta + path_delta(batch.features, batch.paths[a], batch.paths[b], L)
+            edges = self.weights.chain.edges
+            delta = delta + path_delta(batch.features, batch.paths[a], batch.paths[b], L, edges)
         return delta
 
     def delta(self, batch: RankingBatch, gold: Tensor, pred: Tensor) -> SparseDelta:

@@ -160,7 +160,7 @@ class ChainStructure:
 
     def delta(self, batch: FeatureBatch, gold: Tensor, pred: Tensor) -> SparseDelta:
         """Φ(x, gold) − Φ(x, pred) of label ids [N] (``path_delta``)."""
-        return path_delta(batch, gold, pred, self.num_labels)
+        return path_delta(batch, gold, pred, self.num_labels, self.weights.edges)
 
     def errors(self, gold: Tensor, pred: Tensor) -> int:
         return int((gold != pred).sum())

@@ -159,6 +159,7 @@ def run_rerank(
         lists=lists,
         folder=folder,
         meta={"key": lists_key, "labels": labels},
+        edges=features.edges,
     )
     folds = [*range(lists.folds), ALL]
     if fold is not None:  # a fold job of a multirun
@@ -188,7 +189,11 @@ def run_rerank(
     ranking = {s: ranking_data(rows[s], csr[s], units[s][0]) for s in rows}
     features_seconds = time.perf_counter() - t0
 
-    chain = ChainWeights(features.num_features, labels) if second.local_features else None
+    chain = (
+        ChainWeights(features.num_features, labels, features.edges)
+        if second.local_features
+        else None
+    )
     weights = RankerWeights(num_global, chain).to(settings.device)
     base_scale = ranker.base_scale if second.base_feature else 0.0
     structure = CandidateList(weights, base_scale, second.base_weight)

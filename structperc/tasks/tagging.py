@@ -52,6 +52,7 @@ def build_structure(
     *,
     n_test: int = 100,
     constraints: str = "none",
+    edges: bool = True,
 ) -> tuple[ChainStructure | DocumentRescoring, ChainStructure | DocumentRescoring]:
     """(the structure, the one that evaluates during training) for ``learner``.
 
@@ -60,11 +61,11 @@ def build_structure(
     prediction and the learner's own n-best size during training; any other the chain.
     """
     if "rescoring" not in learner.requires:
-        structure = ChainStructure(ChainWeights(num_features, labels), constraints)
+        structure = ChainStructure(ChainWeights(num_features, labels, edges), constraints)
         return structure, structure
     doc_features = doc_features if doc_features is not None else NonLocalFeatures()
     doc_features.fit(train, labels)
-    weights = DocumentWeights(num_features, labels, doc_features.num_features)
+    weights = DocumentWeights(num_features, labels, doc_features.num_features, edges)
     structure = DocumentRescoring(weights, doc_features, n=n_test, constraints=constraints)
     return structure, structure.with_n(learner.nbest)
 
@@ -138,6 +139,7 @@ def run_tagging(
         doc_features,
         n_test=n_test,
         constraints=constraints,
+        edges=features.edges,
     )
     weights = structure.weights.to(device)
     updater = Updater(weights, average=learner.average)
