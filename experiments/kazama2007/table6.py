@@ -114,12 +114,18 @@ def table6() -> str:
         pdev, ptest, _ = PAPER[name]
         pgain = ptest - PAPER["Margin perceptron"][1]
         c = cs.get(name)
-        lines.append(f"| {name} | {c:g} | " if c else f"| {name} | – | ")
-        lines[-1] += (
-            f"{mean_se(dev)} | {mean_se(test)} | "
-            f"{mean_se(gain, '+') if name != 'Margin perceptron' else '–'} | {pdev:.2f} | {ptest:.2f} | "
-            f"{'–' if name == 'Margin perceptron' else f'{pgain:+.2f}'} |"
-        )
+        margin = name == "Margin perceptron"
+        cells = [
+            name,
+            f"{c:g}" if c else "–",
+            mean_se(dev),
+            mean_se(test),
+            "–" if margin else mean_se(gain, "+"),
+            f"{pdev:.2f}",
+            f"{ptest:.2f}",
+            "–" if margin else f"{pgain:+.2f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
