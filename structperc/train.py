@@ -25,11 +25,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
 import torch
-from tqdm.auto import tqdm
 
 from structperc.checkpoint import Checkpoint
 from structperc.learn.base import Learner, StepStats
 from structperc.model.updates import Updater
+from structperc.progress import bar
 from structperc.structures.base import check_capabilities
 
 log = logging.getLogger(__name__)
@@ -225,7 +225,7 @@ def run_epochs(
         stats = StepStats()
         t0 = time.perf_counter()
         disable = not settings.progress
-        for i in tqdm(order, desc=f"epoch {epoch}", unit=unit, disable=disable, leave=False):
+        for i in bar(order, enabled=not disable, desc=f"epoch {epoch}", unit=unit):
             if i not in instances:
                 instances[i] = structure.instance(data, i, settings.device)
             batch, gold = instances[i]

@@ -14,10 +14,9 @@ import signal
 import time
 from dataclasses import dataclass
 
-from tqdm.auto import tqdm
-
 from structperc.crf.objective import Bucket, CRFSettings, features_cpu, make_buckets
 from structperc.model.weights import ChainWeights
+from structperc.progress import bar
 from structperc.train import Convergence, EpochLog, FitResult
 
 log = logging.getLogger(__name__)
@@ -111,8 +110,8 @@ class Optimization:
         n_tokens = self.features.num_tokens
         k = 0
         hide = not self.progress or self.bar_label is None
-        bar = tqdm(range(1, limit + 1), desc=self.bar_label, unit="it", disable=hide, leave=False)
-        for k in bar:
+        shown = bar(range(1, limit + 1), enabled=not hide, desc=self.bar_label, unit="it")
+        for k in shown:
             t0, c0 = time.perf_counter(), time.process_time()
             step = self.iteration(k)
             ep = EpochLog(
@@ -130,7 +129,7 @@ class Optimization:
                 },
             )
             history.append(ep)
-            bar.set_postfix(objective=f"{step.objective:.6g}")
+            shown.set_postfix(objective=f"{step.objective:.6g}")
             self.report(ep)
             done = convergence.update(rel_objective(step.objective))
             if on_epoch is not None:

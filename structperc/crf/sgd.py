@@ -24,11 +24,11 @@ import logging
 
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from structperc.crf.lookup import lookup
 from structperc.crf.objective import bucket_loss, dtype_of, edge_lookup, posterior_errors
 from structperc.crf.optimization import Iteration, Optimization
+from structperc.progress import bar
 from structperc.train import epoch_order
 
 log = logging.getLogger(__name__)
@@ -114,8 +114,8 @@ class SGDTraining(Optimization):
         dtype = dtype_of(learner.dtype)
         order = epoch_order(len(self.buckets), True, self.seed, k)
         total, errors = 0.0, 0
-        bar = tqdm(order, desc=f"epoch {k}", unit="batch", disable=not self.progress, leave=False)
-        for b in bar:
+        shown = bar(order, enabled=self.progress, desc=f"epoch {k}", unit="batch")
+        for b in shown:
             bucket = self.buckets[b]
             batch = bucket.batch
             leaves = [t.detach().requires_grad_(True) for t in tables]

@@ -5,6 +5,12 @@ CoNLL-2003, a ``-DOCSTART-`` line before each document.  The reader converts tag
 keeps document and sentence boundaries, and turns every malformed line into a
 ``ConllFormatError`` that names the file, the line and what was expected.  The writer puts the
 columns back and appends a prediction column, the input conlleval expects.
+
+Other layouts are read with a column map (``columns``): one name per column, among ``token``,
+``pos``, ``chunk``, the layout's label column (``ner`` for CoNLL-2003, ``chunk`` for CoNLL-2000)
+and ``_`` for a column to skip (character offsets, a ``-`` placeholder ...), e.g.
+``[token]``, ``[token, ner]`` or ``[token, _, _, ner]``.  The label column's tags may be IOB1,
+IOB2 or IO (``scheme``; IO tags may also be bare types, ``PER``), all read as IOB2.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ SCHEMES: dict[str, dict[str, str]] = {
 # How documents are cut when the caller does not say: CoNLL-2000 has no -DOCSTART- lines.
 DEFAULT_DOCUMENTS: dict[str, str] = {"conll2003": "docstart", "conll2000": "sentence"}
 DOCUMENT_MODES = ("docstart", "sentence")
+COLUMN_NAMES = ("token", "pos", "chunk", "ner", "_")  # "_": a column to skip
+TAG_SCHEMES = ("iob1", "iob2", "io")
 DOCSTART = "-DOCSTART-"
 # A maximal run of non-blank lines: one sentence, or -DOCSTART- lines (usually alone).
 _BLOCK = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
@@ -70,13 +78,16 @@ class _IobColumn:
     (previous, current) pair; each distinct tag is validated once.
     """
 
-    def __init__(self, index: int, name: str) -> None:
+    def __init__(self, index: int, name: str, scheme: str = "iob1") -> None:
         self.index = index
         self.name = name
+        self.scheme = scheme
         self.kind: dict[str, str] = {"O": ""}  # validated tag -> type ("" for O)
         self.pairs: dict[tuple[str, str], str] = {}  # (previous, tag) -> IOB2 tag
 
     def convert(self, tags: Sequence[str], path: str, first_line: int) -> list[str]:
+        if self.scheme == "io":  # bare types are inside tags: PER -> I-PER
+            tags = [t if t == "O" or t[:2] in ("I-", "B-") else "I-" + t for t in tags]
         prev = ("O", *tags[:-1])
         pairs = self.pairs
         try:
@@ -104,11 +115,16 @@ def read_conll(
     layout: str = "conll2003",
     documents: str | None = None,
     max_docs: int | None = None,
+    columns: Sequence[str] | None = None,
+    scheme: str | None = None,
 ) -> list[Document]:
     """Read a CoNLL file into Documents with IOB2 tags.
 
     layout:    a key of LAYOUTS; it names the columns.  A file with one column fewer (no label
                column) is read as unlabeled input: ``tags`` is None.
+    columns:   a column map instead (module docstring): exactly these columns; without the
+               label column the input is unlabeled.
+    scheme:    the label column's tag scheme, "iob1", "iob2" or "io" (None: the layout's).
     documents: "docstart": a document is everything between ``-DOCSTART-`` lines, its sentences
                concatenated, ``sentence_starts`` marking them; "sentence": each sentence is a
                document and ``-DOCSTART-`` lines are skipped.  None: the layout's default
@@ -120,6 +136,20 @@ def read_conll(
     Columns are split on whitespace.  Raises ConllFormatError for a malformed file.
     """
     _check_layout(layout)
+    if columns is not None:
+        columns = tuple(columns)
+        bad = [c for c in columns if c not in COLUMN_NAMES]
+        if (
+            bad
+            or "token" not in columns
+            or len(set(c for c in columns if c != "_")) < len([c for c in columns if c != "_"])
+        ):
+            raise ValueError(
+                f"input columns {list(columns)}: expected one 'token' and at most one each of "
+                f"{', '.join(COLUMN_NAMES[1:-1])}, '_' for a column to skip"
+            )
+    if scheme is not None and scheme not in TAG_SCHEMES:
+        raise ValueError(f"tag scheme must be one of {TAG_SCHEMES}, got {scheme!r}")
     mode = DEFAULT_DOCUMENTS[layout] if documents is None else documents
     if mode not in DOCUMENT_MODES:
         raise ValueError(f"documents must be one of {DOCUMENT_MODES}, got {documents!r}")
@@ -141,7 +171,8 @@ def read_conll(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _Parser(str(path), layout, mode == "docstart").parse(text, max_docs)
+        parser = _Parser(str(path), layout, mode == "docstart", columns, scheme)
+        return parser.parse(text, max_docs)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -150,11 +181,21 @@ def read_conll(
 class _Parser:
     """The state of one read_conll call: the column layout seen, the document being built."""
 
-    def __init__(self, path: str, layout: str, docstart: bool) -> None:
+    def __init__(
+        self,
+        path: str,
+        layout: str,
+        docstart: bool,
+        columns: tuple[str, ...] | None = None,
+        scheme: str | None = None,
+    ) -> None:
         self.path = path
-        self.names = LAYOUTS[layout]
+        self.names = LAYOUTS[layout] if columns is None else columns
+        self.fixed = columns is not None  # a column map: exactly these columns
         self.label = LABEL_COLUMN[layout]
-        self.schemes = SCHEMES[layout]
+        self.schemes = dict(SCHEMES[layout])
+        if scheme is not None:
+            self.schemes[self.label] = scheme
         self.docstart = docstart
         self.width = 0  # columns per token line, fixed by the first one
         self.first_line = 0
@@ -173,9 +214,14 @@ class _Parser:
 
     def _set_width(self, fields: list[str], lineno: int) -> None:
         names, label = self.names, self.label
+        if self.fixed and len(fields) != len(names):
+            raise ConllFormatError(
+                f"{self.path}:{lineno}: expected {len(names)} columns ({' '.join(names)}), "
+                f"got {len(fields)}: {' '.join(fields)!r}"
+            )
         if len(fields) == len(names):
             used = names
-            self.label_index = names.index(label)
+            self.label_index = names.index(label) if label in names else -1
         elif len(fields) == len(names) - 1:
             used = tuple(n for n in names if n != label)
         else:
@@ -185,9 +231,11 @@ class _Parser:
                 f"{len(names) - 1} for unlabeled input ({unlabeled}), got {len(fields)}"
             )
         self.width, self.first_line = len(fields), lineno
-        self.other = [(i, n) for i, n in enumerate(used) if i > 0 and n != label]
+        self.token_index = used.index("token")
+        self.other = [(i, n) for i, n in enumerate(used) if n not in ("token", label, "_")]
         self.cols = [[] for _ in self.other]
-        self.iob = [_IobColumn(i, n) for i, n in enumerate(used) if n in self.schemes]
+        schemes = self.schemes
+        self.iob = [_IobColumn(i, n, schemes[n]) for i, n in enumerate(used) if n in schemes]
 
     def _add_sentence(self, lines: list[str], first_line: int) -> None:
         """Add one sentence, given as its raw lines; ``first_line`` is the first one's number."""
@@ -207,7 +255,7 @@ class _Parser:
         if not self.tokens:
             self.source = f"{self.path}:{first_line}"
         self.starts.append(len(self.tokens))
-        self.tokens.extend(columns[0])
+        self.tokens.extend(columns[self.token_index])
         for (i, _), col in zip(self.other, self.cols, strict=True):
             col.extend(columns[i])
         if self.label_index >= 0:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from structperc.data.document import Document
 from structperc.features.attributes import TABLE1, token_attributes
@@ -26,6 +25,7 @@ from structperc.features.gazetteer import (
     read_gazetteer,
 )
 from structperc.features.templates import make_templates
+from structperc.progress import bar
 
 DEFAULT_GAZETTEER_TYPES = {"go": "ORG", "gp": "PER", "gm": "MISC", "gl": "LOC"}
 DEFAULT_BIGRAMS = ("wl", "pos", "chk", "go", "gp", "gm", "gl")
@@ -100,8 +100,8 @@ class LocalFeatures:
 
     # ------------------------------------------------------------------------------------
     def _columns(self, docs: list[Document], training: bool) -> dict[str, list[str | None]]:
-        bar = tqdm(docs, desc="attributes", unit="doc", leave=False, disable=len(docs) < 500)
-        per_doc = [token_attributes(d, self.token_attributes, self.flag_off) for d in bar]
+        shown = bar(docs, enabled=len(docs) >= 500, desc="attributes", unit="doc")
+        per_doc = [token_attributes(d, self.token_attributes, self.flag_off) for d in shown]
         if self.gazetteer != "none":
             low = self.gazetteer_lowercase
             full = {t: EntryIndex(e, low) for t, e in self.entries.items()}

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from structperc.decode.scores import path_scores
 from structperc.model.batch import Device, FeatureBatch, make_batch
 from structperc.model.ranker_weights import RankerWeights
 from structperc.model.updates import SparseDelta, path_delta
+from structperc.progress import bar
 from structperc.structures.chain import ChainData
 from structperc.structures.rescoring import Candidates
 
@@ -239,7 +239,7 @@ class CandidateList:
     ) -> list[int]:
         """The row of the best candidate of every unit."""
         out = []
-        for u in tqdm(range(len(data)), desc="rerank", disable=not progress, leave=False):
+        for u in bar(range(len(data)), enabled=progress, desc="rerank"):
             batch, _ = self.instance(data, u, device)
             total, _ = self.row_scores(batch)
             out.append(

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from structperc.data.document import Document
 from structperc.decode.constraints import allowed_transitions, constrain, constrain_tokens
@@ -41,6 +40,7 @@ from structperc.model.batch import (
 )
 from structperc.model.updates import SparseDelta, path_delta
 from structperc.model.weights import ChainWeights
+from structperc.progress import bar
 
 
 @dataclass
@@ -190,7 +190,7 @@ class ChainStructure:
             return out
         doc_offsets = features.doc_offsets
         starts = range(0, features.num_docs, batch_size)
-        for d0 in tqdm(starts, desc="decode", unit="batch", disable=not progress, leave=False):
+        for d0 in bar(starts, enabled=progress, desc="decode", unit="batch"):
             d1 = min(d0 + batch_size, features.num_docs)
             s, e = int(doc_offsets[d0]), int(doc_offsets[d1])
             lo, hi = int(features.offsets[s]), int(features.offsets[e])
@@ -217,5 +217,5 @@ def length_batches(
     """(document indices, FeatureBatch) for batches of documents of similar length."""
     lengths = (features.doc_offsets[1:] - features.doc_offsets[:-1]).tolist()
     batches = length_sorted_batches(lengths, batch_size)
-    for docs in tqdm(batches, desc="decode", unit="batch", disable=not progress, leave=False):
+    for docs in bar(batches, enabled=progress, desc="decode", unit="batch"):
         yield docs, make_batch(features, docs).to(device)

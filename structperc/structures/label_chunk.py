@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from structperc.data.label_chunk import LabelChunk, hamming, token_codes
 from structperc.decode.label_chunk import LabelChunkPotentials, decode, structure_scores
@@ -32,6 +31,7 @@ from structperc.model.label_chunk_weights import (
     structure_delta,
 )
 from structperc.model.updates import SparseDelta
+from structperc.progress import bar
 
 
 @dataclass
@@ -117,7 +117,7 @@ class LabelChunkStructure:
         lengths = (data.doc_offsets[1:] - data.doc_offsets[:-1]).tolist()
         out: list[LabelChunk | None] = [None] * len(lengths)
         batches = length_sorted_batches(lengths, batch_size)
-        for docs in tqdm(batches, desc="decode", unit="batch", disable=not progress, leave=False):
+        for docs in bar(batches, enabled=progress, desc="decode", unit="batch"):
             best, _ = decode(self.potentials(make_part_batch(data.features, docs).to(device)))
             best = LabelChunk(best.pos.cpu(), best.chunk.cpu(), best.start.cpu())
             for b, d in enumerate(docs):

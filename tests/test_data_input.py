@@ -1,0 +1,112 @@
+"""Reading any tokenized input: column maps, IO/IOB1/IOB2 tags, one-column files, and a fuzz
+test that any bytes and any column map give documents or the reader's own format error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from structperc.data.conll import COLUMN_NAMES, ConllFormatError, read_conll
+
+
+def write(tmp_path: Path, text: str | bytes, name: str = "in.txt") -> Path:
+    path = tmp_path / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return path
+
+
+def test_one_column_token_files_are_unlabeled(tmp_path):
+    path = write(tmp_path, "John\nlives\nin\nParis\n\nHe\nsmiles\n")
+    docs = read_conll(path, columns=["token"], documents="sentence")
+    assert [d.tokens for d in docs] == [["John", "lives", "in", "Paris"], ["He", "smiles"]]
+    assert all(d.tags is None and d.columns == {} for d in docs)
+
+
+@pytest.mark.parametrize(
+    ("scheme", "tags"),
+    [
+        ("io", "PER PER O LOC"),
+        ("io", "I-PER I-PER O I-LOC"),
+        ("iob1", "I-PER I-PER O I-LOC"),
+        ("iob2", "B-PER I-PER O B-LOC"),
+    ],
+)
+def test_token_and_ner_columns_in_any_scheme_read_as_iob2(tmp_path, scheme, tags):
+    words = "John Smith in Paris".split()
+    text = "\n".join(f"{w} {t}" for w, t in zip(words, tags.split(), strict=True)) + "\n"
+    (doc,) = read_conll(write(tmp_path, text), columns=["token", "ner"], scheme=scheme)
+    assert doc.tags == ["B-PER", "I-PER", "O", "B-LOC"]
+
+
+def test_skipped_columns_may_hold_anything(tmp_path):
+    text = "John 0 - B-PER\nSmith 5 - I-PER\nsmiles 11 - O\n"
+    (doc,) = read_conll(write(tmp_path, text), columns=["token", "_", "_", "ner"])
+    assert doc.tokens == ["John", "Smith", "smiles"] and doc.columns == {}
+    assert doc.tags == ["B-PER", "I-PER", "O"]
+
+
+def test_a_column_map_fixes_the_width(tmp_path):
+    path = write(tmp_path, "John B-PER\nSmith\n")
+    with pytest.raises(ConllFormatError, match=r"in\.txt:1: expected 1 columns \(token\)"):
+        read_conll(path, columns=["token"])
+    with pytest.raises(ConllFormatError, match=r"in\.txt:2: expected 2 columns"):
+        read_conll(path, columns=["token", "ner"])
+
+
+def test_bad_column_maps_and_schemes_are_clear_errors(tmp_path):
+    path = write(tmp_path, "John\n")
+    for columns in (["word"], ["_", "ner"], ["token", "token"]):
+        with pytest.raises(ValueError, match="expected one 'token'"):
+            read_conll(path, columns=columns)
+    with pytest.raises(ValueError, match="tag scheme must be one of"):
+        read_conll(path, columns=["token"], scheme="bioes")
+
+
+FUZZ_TEXT = st.lists(
+    st.sampled_from(
+        [
+            "John",
+            "B-PER",
+            "I-LOC",
+            "O",
+            "PER",
+            "-DOCSTART-",
+            "-X-",
+            "NNP",
+            "\n",
+            "\n\n",
+            " ",
+            "\t",
+            "\xe9",
+            "\x00",
+        ]
+    ),
+    max_size=40,
+).map("".join)
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    data=st.one_of(st.binary(max_size=200), FUZZ_TEXT.map(str.encode)),
+    columns=st.one_of(st.none(), st.lists(st.sampled_from(COLUMN_NAMES), min_size=1, max_size=5)),
+    scheme=st.sampled_from([None, "iob1", "iob2", "io"]),
+    documents=st.sampled_from([None, "docstart", "sentence"]),
+)
+def test_any_bytes_give_documents_or_a_format_error(tmp_path, data, columns, scheme, documents):
+    path = write(tmp_path, data, "fuzz.txt")
+    try:
+        docs = read_conll(path, columns=columns, scheme=scheme, documents=documents)
+    except ConllFormatError as err:
+        assert str(err).startswith(f"{path}:"), err  # names the file and line
+        return
+    except ValueError as err:  # an invalid column map, before any reading
+        assert columns is not None and "expected one 'token'" in str(err)
+        return
+    for doc in docs:
+        assert doc.tokens and all(len(c) == len(doc) for c in doc.columns.values())
+        assert doc.tags is None or len(doc.tags) == len(doc)
