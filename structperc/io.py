@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -48,5 +49,32 @@ def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
 
 
 def read_json(path: str | Path):
+    """The JSON in ``path``; ValueError naming the file and line when it is not JSON."""
     with open(path, encoding="utf-8") as f:
-        return json.load(f)
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
+
+
+def file_digest(path: str | Path) -> dict:
+    """{"bytes", "sha256"} of a file, to check it later (``check_digest``)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return {"bytes": Path(path).stat().st_size, "sha256": h.hexdigest()}
+
+
+def check_digest(path: str | Path, expected: dict) -> None:
+    """ValueError naming ``path`` unless its size and sha256 are ``expected``'s."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    size = path.stat().st_size
+    if size != expected["bytes"]:
+        raise ValueError(
+            f"{path}: {size} bytes, expected {expected['bytes']}: the file is truncated or damaged"
+        )
+    if file_digest(path)["sha256"] != expected["sha256"]:
+        raise ValueError(f"{path}: sha256 differs from the one recorded: the file is damaged")

@@ -1,27 +1,53 @@
-"""Tag a CoNLL file with a trained model.
+"""Tag a file with a trained model (``structperc-tag``).
 
-    python -m structperc.predict model=outputs/conll03_local/RUN input=test.txt output=out.txt
+    python -m structperc.predict model=RUN_DIR input=test.txt output=out.txt
+    python -m structperc.predict model=RUN_DIR input=tokens.txt output=out.txt 'columns=[token]'
+    python -m structperc.predict model=RUN_DIR input=news.txt output=out.jsonl \\
+        input_format=text output_format=jsonl
 
-Reads the input in any supported column layout (with or without gold tags), decodes the
-documents in batches, and writes every input column plus the predicted tag as the last column.
-With gold tags present it also prints conlleval-style scores.
+Input: CoNLL columns in the layout's order (with or without the gold tags), any other column
+layout through a column map (``columns=[token,_,_,ner]``, ``_`` skipping a column; gold tags in
+IOB1, IOB2 or IO, ``scheme``), or plain text (``input_format=text``: paragraphs are documents).
+Output: the input columns and the predicted tag as the last one (``conll``), or one JSON line
+per document with its entities (``jsonl``: character offsets for text input, token offsets for
+column input).  With gold tags present it prints conlleval-style scores.  Bad input or a bad
+model prints one line naming the file and what is wrong and exits with status 2 (the traceback
+with ``HYDRA_FULL_ERROR=1``).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
-from structperc.data.conll import read_conll, write_conll
+from structperc.cli import fail_cleanly
+from structperc.data.conll import ConllFormatError, read_conll, write_conll
+from structperc.data.tags import spans
+from structperc.data.text import entity_spans, read_text
 from structperc.eval.chunks import evaluate
-from structperc.structures.chain import ChainData
-from structperc.tasks.tagging import load_tagger
+from structperc.io import atomic_write_text
+from structperc.tagger import Tagger
 
 log = logging.getLogger("structperc.predict")
+
+INPUT_FORMATS, OUTPUT_FORMATS = ("conll", "text"), ("conll", "jsonl")
+
+
+def read_text_file(path: str | Path) -> str:
+    """The UTF-8 text of ``path``; ConllFormatError naming the line of a bad byte."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ConllFormatError(
+            f"{path}:{line}: expected UTF-8 text, found byte 0x{data[err.start]:02x}"
+        ) from None
 
 
 def tag_file(
@@ -31,47 +57,78 @@ def tag_file(
     *,
     layout: str = "conll2003",
     documents: str | None = None,
+    columns: list[str] | None = None,
+    scheme: str | None = None,
+    input_format: str = "conll",
+    output_format: str = "conll",
     batch_size: int = 16,
     device: str = "cpu",
     score: bool = True,
     n_test: int | None = None,
     constraints: str | None = None,
 ):
-    """Tag ``input_path`` into ``output_path``; returns the chunk scores when gold tags exist.
-
-    A model with non-local features rescores the ``n_test`` best (default: its own n');
-    ``constraints`` (``none``, ``iob2``) defaults to the model's own.
-    """
-    structure, features = load_tagger(model_dir, n=n_test, constraints=constraints)
-    structure.weights.to(device)
-    docs = read_conll(input_path, layout=layout, documents=documents)
+    """Tag ``input_path`` into ``output_path``; returns the chunk scores when gold tags exist."""
+    if input_format not in INPUT_FORMATS or output_format not in OUTPUT_FORMATS:
+        raise ValueError(
+            f"input_format must be one of {INPUT_FORMATS} and output_format one of "
+            f"{OUTPUT_FORMATS}, got {input_format!r}, {output_format!r}"
+        )
+    tagger = Tagger.load(
+        model_dir, n=n_test, constraints=constraints, batch_size=batch_size, device=device
+    )
+    paragraphs, text = None, ""
+    if input_format == "text":
+        text = read_text_file(input_path)
+        paragraphs = read_text(text, source=str(input_path))
+        docs = [p.document for p in paragraphs]
+    else:
+        docs = read_conll(input_path, layout, documents, columns=columns, scheme=scheme)
     t0 = time.perf_counter()
-    data = ChainData(features.transform(docs), documents=docs)
-    ids = structure.predict(data, batch_size=batch_size, device=device, progress=True)
-    labels = structure.weights.labels
-    pred = [[labels[i] for i in p] for p in ids]
+    pred = tagger.tag_documents(docs, progress=True)
     n_tok = sum(len(d) for d in docs)
-    log.info("tagged %d documents, %d tokens in %.1fs", len(docs), n_tok, time.perf_counter() - t0)
-    write_conll(output_path, docs, pred)
-    if score and all(d.tags is not None for d in docs):
+    seconds = time.perf_counter() - t0
+    log.info("tagged %d documents, %d tokens in %.1fs", len(docs), n_tok, seconds)
+    if output_format == "jsonl":
+        lines = []
+        for k, (doc, tags) in enumerate(zip(docs, pred, strict=True)):
+            if paragraphs is not None:
+                entities = entity_spans(text, paragraphs[k], tags)
+            else:
+                entities = [
+                    {"start": s, "end": e, "type": t, "text": " ".join(doc.tokens[s:e])}
+                    for s, e, t in spans(tags)
+                ]
+            lines.append(json.dumps({"source": doc.source, "entities": entities}))
+        atomic_write_text(output_path, "\n".join(lines) + "\n" if lines else "")
+    else:
+        write_conll(output_path, docs, pred)
+    if score and docs and all(d.tags is not None for d in docs):
         return evaluate([d.tags for d in docs], pred)
     return None
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="predict")
 def main(cfg: DictConfig) -> None:
-    scores = tag_file(
-        cfg.model,
-        cfg.input,
-        cfg.output,
-        layout=cfg.layout,
-        documents=cfg.documents,
-        batch_size=cfg.batch_size,
-        device=cfg.device,
-        score=cfg.evaluate,
-        n_test=cfg.get("n_test"),
-        constraints=cfg.get("constraints"),
-    )
+    columns = cfg.get("columns")
+    try:
+        scores = tag_file(
+            cfg.model,
+            cfg.input,
+            cfg.output,
+            layout=cfg.layout,
+            documents=cfg.documents,
+            columns=OmegaConf.to_container(columns) if columns is not None else None,
+            scheme=cfg.get("scheme"),
+            input_format=cfg.get("input_format", "conll"),
+            output_format=cfg.get("output_format", "conll"),
+            batch_size=cfg.batch_size,
+            device=cfg.device,
+            score=cfg.evaluate,
+            n_test=cfg.get("n_test"),
+            constraints=cfg.get("constraints"),
+        )
+    except (ValueError, OSError) as err:
+        fail_cleanly("structperc-tag", err)
     log.info("wrote %s", cfg.output)
     if scores is not None:
         print(scores.format())

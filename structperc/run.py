@@ -16,9 +16,11 @@ from pathlib import Path
 import hydra
 import torch
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from structperc.cli import fail_cleanly
 from structperc.data.loading import load_corpus, resolve_data_dir
 from structperc.features.cache import feature_cache_key
 from structperc.rerank.candidates import ListSettings
@@ -211,7 +213,14 @@ def main_from_config(cfg: DictConfig, out_dir: Path) -> float:
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> float:
-    return main_from_config(cfg, Path(HydraConfig.get().runtime.output_dir))
+    try:
+        return main_from_config(cfg, Path(HydraConfig.get().runtime.output_dir))
+    except Exception as err:
+        # bad input or a bad setting (also inside a component Hydra built): one line, status 2
+        cause = err.__cause__ if isinstance(err, InstantiationException) else err
+        if isinstance(cause, ValueError | OSError):
+            fail_cleanly("structperc-train", cause)
+        raise
 
 
 if __name__ == "__main__":

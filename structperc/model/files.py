@@ -1,6 +1,7 @@
 """Model files: ``model.safetensors`` (weight tables, feature keys) + ``model.json`` (labels,
-feature settings and vocabulary, run metadata).  Loading reads tensors and JSON only: no pickle,
-no code.
+feature settings and vocabulary, run metadata, the size and sha256 of the tensor file).  Loading
+checks the tensor file against them, so a truncated or damaged file is reported by name, and
+reads tensors and JSON only: no pickle, no code.
 """
 
 from __future__ import annotations
@@ -8,7 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from structperc.features.pipeline import LocalFeatures
-from structperc.io import atomic_save_tensors, atomic_write_json, load_tensors, read_json
+from structperc.io import (
+    atomic_save_tensors,
+    atomic_write_json,
+    check_digest,
+    file_digest,
+    load_tensors,
+    read_json,
+)
 from structperc.model.weights import ChainWeights
 
 FORMAT = "structperc.chain/1"
@@ -30,6 +38,7 @@ def save_model(
     tensors = {f"weights.{n}": t for n, t in weights.tables().items()}
     tensors.update({f"vocab.{n}": t for n, t in vocab_tensors.items()})
     atomic_save_tensors(directory / "model.safetensors", tensors)
+    digest = file_digest(directory / "model.safetensors")
     doc = {"document_features": doc_features.state()[0]} if doc_features is not None else {}
     atomic_write_json(
         directory / "model.json",
@@ -37,6 +46,7 @@ def save_model(
             "format": FORMAT,
             "labels": weights.labels,
             "edges": weights.edges,
+            "tensors": {"file": "model.safetensors", **digest},
             "features": meta,
             "info": info or {},
             **doc,
@@ -58,6 +68,8 @@ def load_model(directory: str | Path) -> tuple[ChainWeights, LocalFeatures, dict
     meta = read_json(meta_path)
     if meta.get("format") != FORMAT:
         raise ValueError(f"{meta_path}: format {meta.get('format')!r}, expected {FORMAT!r}")
+    if "tensors" in meta:  # models written before the digest load unchecked
+        check_digest(directory / meta["tensors"]["file"], meta["tensors"])
     tensors = load_tensors(directory / "model.safetensors")
     vocab = {k[6:]: v for k, v in tensors.items() if k.startswith("vocab.")}
     features = LocalFeatures.from_state(meta["features"], vocab)

@@ -1,0 +1,115 @@
+"""Tag new text with a trained model: the Python API behind ``structperc.predict``.
+
+    from structperc.tagger import Tagger
+
+    tagger = Tagger.load("outputs/conll03_local/2026-11-23_10-00-00")   # a run folder
+    tagger.tag(["John", "lives", "in", "Paris", "."])   # ['B-PER', 'O', 'O', 'B-LOC', 'O']
+    tagger.entities("John lives in Paris.")
+    # [{'start': 0, 'end': 4, 'type': 'PER', 'text': 'John'},
+    #  {'start': 14, 'end': 19, 'type': 'LOC', 'text': 'Paris'}]
+
+A model is loaded once (its structure: plain Viterbi, or the n'-best rescored with non-local
+features, and its local features with the gazetteer they were trained with) and tags token lists,
+``Document``s or plain text (paragraphs are documents; ``data/text.py``).  A model whose features
+read the POS or chunk column needs them in the input; tokens and text do not carry them, so such
+a model needs its column tagger (``column_tagger``: a POS tagger and chunker, ``tasks/tagchunk.py``)
+and says so otherwise.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from structperc.data.document import Document
+from structperc.data.text import entity_spans, read_text
+from structperc.features.pipeline import LocalFeatures
+from structperc.structures.chain import ChainData
+from structperc.tasks.tagging import load_tagger
+
+COLUMN_OF_ATTRIBUTE = {"pos": "pos", "chk": "chunk"}  # feature attributes that read a column
+
+
+class MissingColumns(ValueError):
+    """The input lacks columns the model's features read, and no column tagger fills them."""
+
+
+class Tagger:
+    """A trained sequence labeler over new input.
+
+    Args:
+        structure: the model's structure (``tasks.tagging.load_tagger``).
+        features: its fitted local features.
+        column_tagger: fills the POS and chunk columns the features need (``fill(docs)``), or
+            None.
+        batch_size: documents decoded at once.
+        device: where the tables live.
+    """
+
+    def __init__(
+        self,
+        structure,
+        features: LocalFeatures,
+        column_tagger=None,
+        batch_size: int = 16,
+        device: str = "cpu",
+    ):
+        self.structure, self.features = structure, features
+        self.column_tagger = column_tagger
+        self.batch_size, self.device = batch_size, device
+        structure.weights.to(device)
+
+    @classmethod
+    def load(
+        cls,
+        run_dir: str | Path,
+        *,
+        n: int | None = None,
+        constraints: str | None = None,
+        column_tagger=None,
+        batch_size: int = 16,
+        device: str = "cpu",
+    ) -> Tagger:
+        """The model of a run folder (``model.json`` + ``model.safetensors``); ``n`` and
+        ``constraints`` override the model's own n' and tag-scheme constraints."""
+        structure, features = load_tagger(run_dir, n=n, constraints=constraints)
+        return cls(structure, features, column_tagger, batch_size, device)
+
+    @property
+    def labels(self) -> list[str]:
+        return self.structure.weights.labels
+
+    def needed_columns(self) -> set[str]:
+        """The input columns the model's features read ("pos", "chunk")."""
+        used = set(self.features.vocab.attributes)
+        return {column for attr, column in COLUMN_OF_ATTRIBUTE.items() if attr in used}
+
+    def _with_columns(self, docs: list[Document]) -> list[Document]:
+        missing = {c for c in self.needed_columns() for d in docs if c not in d.columns}
+        if not missing:
+            return docs
+        if self.column_tagger is None:
+            where = docs[0].source or "the input"
+            raise MissingColumns(
+                f"{where}: the model's features read the {' and '.join(sorted(missing))} "
+                f"column(s), which the input lacks: give them (a column map with pos/chunk), or "
+                f"use a model trained with features.tags=auto, which tags them itself"
+            )
+        return self.column_tagger.fill(docs)
+
+    def tag_documents(self, docs: list[Document], progress: bool = False) -> list[list[str]]:
+        """The predicted IOB2 tags of every document."""
+        docs = self._with_columns(docs)
+        data = ChainData(self.features.transform(docs), documents=docs)
+        ids = self.structure.predict(data, self.batch_size, self.device, progress)
+        return [[self.labels[i] for i in p] for p in ids]
+
+    def tag(self, tokens: list[str]) -> list[str]:
+        """The tags of one tokenized document."""
+        return self.tag_documents([Document(tokens=list(tokens), source="<tokens>")])[0]
+
+    def entities(self, text: str) -> list[dict]:
+        """The entities of plain text with character offsets: ``{"start", "end", "type",
+        "text"}`` with ``text[start:end]`` the entity."""
+        paragraphs = read_text(text)
+        tags = self.tag_documents([p.document for p in paragraphs])
+        return [e for p, t in zip(paragraphs, tags, strict=True) for e in entity_spans(text, p, t)]

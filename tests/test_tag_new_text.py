@@ -1,0 +1,227 @@
+"""Tagging new input: the Python API, every input layout and plain text through the CLI, and the
+CLI's failures: one line naming what is wrong, exit status 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra_runs import ROOT, run_main, write_synthetic_conll2003
+
+from structperc.data.conll import read_conll
+from structperc.tagger import MissingColumns, Tagger
+
+# token-level attributes only: the model needs no POS or chunk column
+TOKEN_FEATURES = [
+    "features.gazetteer=none",
+    "features.attributes=[w,wl,p1,p2,p3,s1,s2,s3,ic,ac,l,cp]",
+    "features.bigram_attributes=[wl]",
+]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    return write_synthetic_conll2003(
+        tmp_path_factory.mktemp("data"), {"train": 30, "dev": 10, "test": 10}
+    )
+
+
+@pytest.fixture(scope="module")
+def token_model(tmp_path_factory, data_dir) -> Path:
+    out = tmp_path_factory.mktemp("runs") / "tokens"
+    mp = pytest.MonkeyPatch()
+    try:
+        run_main(
+            ["+experiment=conll03_local", "trainer.max_epochs=4", *TOKEN_FEATURES],
+            data_dir,
+            out,
+            mp,
+        )
+    finally:
+        mp.undo()
+    return out
+
+
+@pytest.fixture(scope="module")
+def column_model(tmp_path_factory, data_dir) -> Path:
+    out = tmp_path_factory.mktemp("runs") / "columns"
+    mp = pytest.MonkeyPatch()
+    try:
+        run_main(
+            ["+experiment=conll03_local", "trainer.max_epochs=2", "features.gazetteer=none"],
+            data_dir,
+            out,
+            mp,
+        )
+    finally:
+        mp.undo()
+    return out
+
+
+def test_the_api_tags_tokens_like_the_file_tagger(token_model, data_dir):
+    tagger = Tagger.load(token_model)
+    docs = read_conll(data_dir / "conll2003" / "test.txt")
+    expected = tagger.tag_documents(docs)
+    assert [tagger.tag(d.tokens) for d in docs] == expected
+    assert tagger.needed_columns() == set()
+
+
+def test_a_model_that_reads_pos_and_chunk_says_what_it_needs(column_model):
+    tagger = Tagger.load(column_model)
+    assert tagger.needed_columns() == {"pos", "chunk"}
+    with pytest.raises(MissingColumns, match="read the chunk and pos column"):
+        tagger.tag(["John", "smiles"])
+
+
+def test_entities_of_plain_text_carry_character_offsets(token_model, data_dir):
+    docs = read_conll(data_dir / "conll2003" / "test.txt")
+    text = "\n\n".join(" ".join(d.tokens) for d in docs[:3])
+    tagger = Tagger.load(token_model)
+    entities = tagger.entities(text)
+    assert entities, "the synthetic model finds entities in synthetic text"
+    for e in entities:
+        assert text[e["start"] : e["end"]] == e["text"] and e["type"] in (
+            "PER",
+            "LOC",
+            "ORG",
+            "MISC",
+        )
+    # the same tokens give the same tags as column input
+    tokens = [t for d in docs[:3] for t in d.tokens]
+    assert len(tokens) == sum(len(d) for d in docs[:3])
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "structperc.predict", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in __import__("os").environ.items() if k != "HYDRA_FULL_ERROR"},
+    )
+
+
+def layouts(data_dir: Path, tmp_path: Path) -> dict[str, tuple[Path, list[str]]]:
+    """The synthetic test set in other layouts (a sentence per block): file, CLI arguments."""
+    docs = read_conll(data_dir / "conll2003" / "test.txt", documents="sentence")
+    one = "\n\n".join("\n".join(d.tokens) for d in docs) + "\n"
+    io = "\n\n".join(
+        "\n".join(
+            f"{w} {t[2:] if t != 'O' else 'O'}" for w, t in zip(d.tokens, d.tags, strict=True)
+        )
+        for d in docs
+    )
+    placeholder = "\n\n".join(
+        "\n".join(
+            f"{w} {p} - {t}" for w, p, t in zip(d.tokens, d.columns["pos"], d.tags, strict=True)
+        )
+        for d in docs
+    )
+    out = {}
+    for name, text, args in (
+        ("one_column", one, ["columns=[token]", "documents=sentence"]),
+        ("token_io", io, ["columns=[token,ner]", "scheme=io", "documents=sentence"]),
+        ("placeholder", placeholder, ["columns=[token,pos,_,ner]", "documents=sentence"]),
+    ):
+        path = tmp_path / f"{name}.txt"
+        path.write_text(text + "\n")
+        out[name] = (path, args)
+    return out
+
+
+def test_every_input_layout_tags_through_the_cli(token_model, data_dir, tmp_path):
+    reference = Tagger.load(token_model).tag_documents(
+        read_conll(data_dir / "conll2003" / "test.txt", documents="sentence")
+    )
+    for name, (path, args) in layouts(data_dir, tmp_path).items():
+        out = tmp_path / f"{name}.out"
+        done = cli(f"model={token_model}", f"input={path}", f"output={out}", *args)
+        assert done.returncode == 0, (name, done.stderr)
+        tagged = [line.split()[-1] for line in out.read_text().splitlines() if line]
+        assert tagged == [t for doc in reference for t in doc], name
+        if name != "one_column":  # gold tags present: scores printed
+            assert "F1" in done.stdout or "FB1" in done.stdout or "f1" in done.stdout.lower()
+
+
+def test_raw_text_to_entity_lines(token_model, data_dir, tmp_path):
+    docs = read_conll(data_dir / "conll2003" / "test.txt")
+    text = "\n\n".join(" ".join(d.tokens) for d in docs[:4]) + "\n"
+    (tmp_path / "in.txt").write_text(text)
+    out = tmp_path / "out.jsonl"
+    done = cli(
+        f"model={token_model}",
+        f"input={tmp_path / 'in.txt'}",
+        f"output={out}",
+        "input_format=text",
+        "output_format=jsonl",
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == 4
+    assert lines == [{"source": s["source"], "entities": s["entities"]} for s in lines]
+    expected = Tagger.load(token_model).entities(text)
+    assert [e for line in lines for e in line["entities"]] == expected
+    for e in expected:
+        assert text[e["start"] : e["end"]] == e["text"]
+
+
+def one_line_failure(done: subprocess.CompletedProcess, *expected: str) -> None:
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    for text in expected:
+        assert text in lines[0], lines[0]
+
+
+def test_cli_fails_in_one_line(token_model, tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("John NNP B-NP B-PER\nSmith NNP\n")
+    one_line_failure(
+        cli(f"model={token_model}", f"input={bad}", f"output={tmp_path / 'o'}"),
+        "structperc-tag: error:",
+        f"{bad}:2: expected 4 columns",
+    )
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"John NNP B-NP O\nM\xfcller NNP I-NP O\n")
+    one_line_failure(
+        cli(f"model={token_model}", f"input={binary}", f"output={tmp_path / 'o'}"),
+        f"{binary}:2: expected UTF-8 text",
+    )
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    for name in ("model.json", "model.safetensors"):
+        (damaged / name).write_bytes((token_model / name).read_bytes())
+    blob = damaged / "model.safetensors"
+    blob.write_bytes(blob.read_bytes()[:-100])
+    one_line_failure(
+        cli(f"model={damaged}", f"input={bad}", f"output={tmp_path / 'o'}"),
+        "model.safetensors",
+        "truncated or damaged",
+    )
+
+
+def test_training_with_a_missing_gazetteer_fails_in_one_line(data_dir, tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "structperc.run",
+            "+experiment=conll03_local",
+            f"data.dir={data_dir}",
+            "features.gazetteer=naive",
+            f"features.gazetteer_path={tmp_path / 'nowhere.list'}",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={
+            k: v
+            for k, v in __import__("os").environ.items()
+            if k not in ("HYDRA_FULL_ERROR", "STRUCTPERC_DATA")
+        },
+    )
+    one_line_failure(done, "structperc-train: error:", "nowhere.list")
