@@ -26,13 +26,15 @@ from structperc.features.cache import feature_cache_key
 from structperc.rerank.candidates import ListSettings
 from structperc.tasks.cascade import run_cascade
 from structperc.tasks.joint import run_joint
+from structperc.tasks.loading import ColumnTagger
 from structperc.tasks.rerank import RankerSettings, run_rerank
+from structperc.tasks.tagchunk import run_tagchunk
 from structperc.tasks.tagging import run_tagging
 from structperc.train import FitSettings
 
 log = logging.getLogger("structperc")
 
-TASKS = ("tagging", "joint", "cascade", "rerank")
+TASKS = ("tagging", "joint", "cascade", "rerank", "tagchunk")
 
 
 def fit_settings(cfg: DictConfig) -> FitSettings:
@@ -81,13 +83,19 @@ def local_features(cfg: DictConfig, data_dir: Path | None):
 
 
 def tagging_inputs(cfg: DictConfig, data_dir: Path | None) -> tuple[dict, object, dict]:
-    """(corpus, local features, their cache key) of a CoNLL-2003 task."""
+    """(corpus, local features, their cache key) of a CoNLL-2003 task; with
+    ``features.tags=auto`` the corpus's POS and chunk columns are the tagger's."""
     corpus = load_data(cfg, data_dir)
     features, fcfg = local_features(cfg, data_dir)
     files = [data_dir / cfg.data.name / f"{s}.txt" for s in corpus] if data_dir else []
     if fcfg.get("gazetteer") != "none" and fcfg.get("gazetteer_path"):
         files.append(Path(fcfg["gazetteer_path"]))
-    extraction = {k: v for k, v in fcfg.items() if k != "edges"}  # edges: the model, not the ids
+    # edges is the model's, not the ids'; the tagger's columns enter through its files
+    extraction = {k: v for k, v in fcfg.items() if k not in ("edges", "tags", "tagger")}
+    if features.tags == "auto":
+        tagger = ColumnTagger.load(features.tagger)
+        corpus = {s: tagger.fill(docs) for s, docs in corpus.items()}
+        files += [Path(features.tagger) / m / "model.safetensors" for m in ("pos", "chunk")]
     return corpus, features, feature_cache_key(extraction, files, cfg.data.max_docs)
 
 
@@ -192,6 +200,41 @@ def cascade(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
     return float(results["test"]["np_f1"])
 
 
+def tagchunk(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
+    corpus = _joint_corpus(cfg, data_dir)
+    task, keys, built = cfg.task, {}, {}
+    files = [data_dir / cfg.data.name / f"{s}.txt" for s in corpus] if data_dir else []
+    for part in ("pos", "chunk"):
+        fcfg = OmegaConf.to_container(cfg.features, resolve=True)
+        fcfg.update(
+            attributes=list(task[f"{part}_attributes"]),
+            bigram_attributes=list(task[f"{part}_bigrams"]),
+            gazetteer="none",
+        )
+        built[part] = instantiate(fcfg)
+        extraction = {k: v for k, v in fcfg.items() if k not in ("edges", "tags", "tagger")}
+        extraction["part"] = part
+        keys[part] = feature_cache_key(extraction, files, cfg.data.max_docs) | {
+            "dev_sentences": task.dev_sentences
+        }
+    results = run_tagchunk(
+        corpus=corpus,
+        pos_features=built["pos"],
+        chunk_features=built["chunk"],
+        pos_learner=instantiate(cfg.learner),
+        chunk_learner=instantiate(cfg.learner),
+        out_dir=out_dir,
+        settings=fit_settings(cfg),
+        dev_sentences=task.dev_sentences,
+        cache_dir=cfg.cache_dir,
+        cache_keys=keys,
+        eval_every=cfg.trainer.eval_every,
+        batch_size=cfg.trainer.batch_size,
+        hparams=flat_hparams(cfg),
+    )
+    return float(results["dev"]["chunk_f1"])
+
+
 def _joint_corpus(cfg: DictConfig, data_dir: Path | None) -> dict:
     corpus = load_data(cfg, data_dir)
     if "test" not in corpus:
@@ -207,7 +250,14 @@ def main_from_config(cfg: DictConfig, out_dir: Path) -> float:
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
     data_dir = resolve_data_dir(cfg.data.dir)
-    driver = {"tagging": tagging, "joint": joint, "cascade": cascade, "rerank": rerank}[name]
+    drivers = {
+        "tagging": tagging,
+        "joint": joint,
+        "cascade": cascade,
+        "rerank": rerank,
+        "tagchunk": tagchunk,
+    }
+    driver = drivers[name]
     return driver(cfg, out_dir, data_dir)
 
 

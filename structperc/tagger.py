@@ -24,7 +24,7 @@ from structperc.data.document import Document
 from structperc.data.text import entity_spans, read_text
 from structperc.features.pipeline import LocalFeatures
 from structperc.structures.chain import ChainData
-from structperc.tasks.tagging import load_tagger
+from structperc.tasks.loading import ColumnTagger, load_tagger
 
 COLUMN_OF_ATTRIBUTE = {"pos": "pos", "chk": "chunk"}  # feature attributes that read a column
 
@@ -37,7 +37,7 @@ class Tagger:
     """A trained sequence labeler over new input.
 
     Args:
-        structure: the model's structure (``tasks.tagging.load_tagger``).
+        structure: the model's structure (``tasks.loading.load_tagger``).
         features: its fitted local features.
         column_tagger: fills the POS and chunk columns the features need (``fill(docs)``), or
             None.
@@ -72,6 +72,9 @@ class Tagger:
         """The model of a run folder (``model.json`` + ``model.safetensors``); ``n`` and
         ``constraints`` override the model's own n' and tag-scheme constraints."""
         structure, features = load_tagger(run_dir, n=n, constraints=constraints)
+        if column_tagger is None and features.tags == "auto":  # trained on the tagger's columns
+            carried = Path(run_dir) / "tagger"
+            column_tagger = ColumnTagger.load(carried if carried.is_dir() else features.tagger)
         return cls(structure, features, column_tagger, batch_size, device)
 
     @property
@@ -84,6 +87,8 @@ class Tagger:
         return {column for attr, column in COLUMN_OF_ATTRIBUTE.items() if attr in used}
 
     def _with_columns(self, docs: list[Document]) -> list[Document]:
+        if self.features.tags == "auto":  # the model saw the tagger's columns, never the given
+            return self.column_tagger.fill(docs)
         missing = {c for c in self.needed_columns() for d in docs if c not in d.columns}
         if not missing:
             return docs

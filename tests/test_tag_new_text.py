@@ -23,20 +23,20 @@ TOKEN_FEATURES = [
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory) -> Path:
+def synthetic_dir(tmp_path_factory) -> Path:
     return write_synthetic_conll2003(
         tmp_path_factory.mktemp("data"), {"train": 30, "dev": 10, "test": 10}
     )
 
 
 @pytest.fixture(scope="module")
-def token_model(tmp_path_factory, data_dir) -> Path:
+def token_model(tmp_path_factory, synthetic_dir) -> Path:
     out = tmp_path_factory.mktemp("runs") / "tokens"
     mp = pytest.MonkeyPatch()
     try:
         run_main(
             ["+experiment=conll03_local", "trainer.max_epochs=4", *TOKEN_FEATURES],
-            data_dir,
+            synthetic_dir,
             out,
             mp,
         )
@@ -46,13 +46,13 @@ def token_model(tmp_path_factory, data_dir) -> Path:
 
 
 @pytest.fixture(scope="module")
-def column_model(tmp_path_factory, data_dir) -> Path:
+def column_model(tmp_path_factory, synthetic_dir) -> Path:
     out = tmp_path_factory.mktemp("runs") / "columns"
     mp = pytest.MonkeyPatch()
     try:
         run_main(
             ["+experiment=conll03_local", "trainer.max_epochs=2", "features.gazetteer=none"],
-            data_dir,
+            synthetic_dir,
             out,
             mp,
         )
@@ -61,9 +61,9 @@ def column_model(tmp_path_factory, data_dir) -> Path:
     return out
 
 
-def test_the_api_tags_tokens_like_the_file_tagger(token_model, data_dir):
+def test_the_api_tags_tokens_like_the_file_tagger(token_model, synthetic_dir):
     tagger = Tagger.load(token_model)
-    docs = read_conll(data_dir / "conll2003" / "test.txt")
+    docs = read_conll(synthetic_dir / "conll2003" / "test.txt")
     expected = tagger.tag_documents(docs)
     assert [tagger.tag(d.tokens) for d in docs] == expected
     assert tagger.needed_columns() == set()
@@ -76,8 +76,8 @@ def test_a_model_that_reads_pos_and_chunk_says_what_it_needs(column_model):
         tagger.tag(["John", "smiles"])
 
 
-def test_entities_of_plain_text_carry_character_offsets(token_model, data_dir):
-    docs = read_conll(data_dir / "conll2003" / "test.txt")
+def test_entities_of_plain_text_carry_character_offsets(token_model, synthetic_dir):
+    docs = read_conll(synthetic_dir / "conll2003" / "test.txt")
     text = "\n\n".join(" ".join(d.tokens) for d in docs[:3])
     tagger = Tagger.load(token_model)
     entities = tagger.entities(text)
@@ -104,9 +104,9 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def layouts(data_dir: Path, tmp_path: Path) -> dict[str, tuple[Path, list[str]]]:
+def layouts(synthetic_dir: Path, tmp_path: Path) -> dict[str, tuple[Path, list[str]]]:
     """The synthetic test set in other layouts (a sentence per block): file, CLI arguments."""
-    docs = read_conll(data_dir / "conll2003" / "test.txt", documents="sentence")
+    docs = read_conll(synthetic_dir / "conll2003" / "test.txt", documents="sentence")
     one = "\n\n".join("\n".join(d.tokens) for d in docs) + "\n"
     io = "\n\n".join(
         "\n".join(
@@ -132,11 +132,11 @@ def layouts(data_dir: Path, tmp_path: Path) -> dict[str, tuple[Path, list[str]]]
     return out
 
 
-def test_every_input_layout_tags_through_the_cli(token_model, data_dir, tmp_path):
+def test_every_input_layout_tags_through_the_cli(token_model, synthetic_dir, tmp_path):
     reference = Tagger.load(token_model).tag_documents(
-        read_conll(data_dir / "conll2003" / "test.txt", documents="sentence")
+        read_conll(synthetic_dir / "conll2003" / "test.txt", documents="sentence")
     )
-    for name, (path, args) in layouts(data_dir, tmp_path).items():
+    for name, (path, args) in layouts(synthetic_dir, tmp_path).items():
         out = tmp_path / f"{name}.out"
         done = cli(f"model={token_model}", f"input={path}", f"output={out}", *args)
         assert done.returncode == 0, (name, done.stderr)
@@ -146,8 +146,8 @@ def test_every_input_layout_tags_through_the_cli(token_model, data_dir, tmp_path
             assert "F1" in done.stdout or "FB1" in done.stdout or "f1" in done.stdout.lower()
 
 
-def test_raw_text_to_entity_lines(token_model, data_dir, tmp_path):
-    docs = read_conll(data_dir / "conll2003" / "test.txt")
+def test_raw_text_to_entity_lines(token_model, synthetic_dir, tmp_path):
+    docs = read_conll(synthetic_dir / "conll2003" / "test.txt")
     text = "\n\n".join(" ".join(d.tokens) for d in docs[:4]) + "\n"
     (tmp_path / "in.txt").write_text(text)
     out = tmp_path / "out.jsonl"
@@ -203,14 +203,14 @@ def test_cli_fails_in_one_line(token_model, tmp_path):
     )
 
 
-def test_training_with_a_missing_gazetteer_fails_in_one_line(data_dir, tmp_path):
+def test_training_with_a_missing_gazetteer_fails_in_one_line(synthetic_dir, tmp_path):
     done = subprocess.run(
         [
             sys.executable,
             "-m",
             "structperc.run",
             "+experiment=conll03_local",
-            f"data.dir={data_dir}",
+            f"data.dir={synthetic_dir}",
             "features.gazetteer=naive",
             f"features.gazetteer_path={tmp_path / 'nowhere.list'}",
             f"hydra.run.dir={tmp_path / 'run'}",
@@ -225,3 +225,70 @@ def test_training_with_a_missing_gazetteer_fails_in_one_line(data_dir, tmp_path)
         },
     )
     one_line_failure(done, "structperc-train: error:", "nowhere.list")
+
+
+@pytest.fixture(scope="module")
+def tagchunk_run(tmp_path_factory, synthetic_dir) -> Path:
+    """A small column tagger trained on a slice of the real CoNLL-2000 (skips without it)."""
+    from structperc.data.loading import resolve_data_dir
+
+    real = resolve_data_dir(None)
+    if real is None or not (real / "conll2000" / "train.txt").is_file():
+        pytest.skip("needs the CoNLL-2000 files (STRUCTPERC_DATA)")
+    out = tmp_path_factory.mktemp("runs") / "tagchunk"
+    mp = pytest.MonkeyPatch()
+    try:
+        run_main(
+            [
+                "+experiment=conll00_tagchunk",
+                "data.max_docs=300",
+                "task.dev_sentences=50",
+                "trainer.max_epochs=2",
+                f"cache_dir={out.parent / 'cache'}",
+            ],
+            real,
+            out,
+            mp,
+        )
+    finally:
+        mp.undo()
+    return out
+
+
+@pytest.mark.realdata
+def test_the_column_tagger_fills_pos_and_chunk_columns(tagchunk_run, synthetic_dir):
+    from structperc.tasks.loading import ColumnTagger
+
+    r = json.loads((tagchunk_run / "results.json").read_text())
+    assert r["test"]["pos_accuracy"] > 70 and r["test"]["chunk_f1"] > 50, r["test"]
+    docs = read_conll(synthetic_dir / "conll2003" / "test.txt")
+    filled = ColumnTagger.load(tagchunk_run).fill(docs)
+    for before, after in zip(docs, filled, strict=True):
+        assert after.tokens == before.tokens and after.tags == before.tags
+        assert len(after.columns["pos"]) == len(after.columns["chunk"]) == len(after)
+        assert all(t == "O" or t[:2] in ("B-", "I-") for t in after.columns["chunk"])
+
+
+@pytest.mark.realdata
+def test_a_model_on_automatic_tags_carries_its_tagger(
+    tagchunk_run, synthetic_dir, tmp_path, monkeypatch
+):
+    out = tmp_path / "auto"
+    run_main(
+        [
+            "+experiment=conll03_local",
+            "trainer.max_epochs=2",
+            "features.gazetteer=none",
+            "features.tags=auto",
+            f"features.tagger={tagchunk_run}",
+            f"cache_dir={tmp_path / 'cache'}",
+        ],
+        synthetic_dir,
+        out,
+        monkeypatch,
+    )
+    assert (out / "tagger" / "pos" / "model.json").is_file()
+    tagger = Tagger.load(out)  # fills POS and chunks from the carried copy
+    docs = read_conll(synthetic_dir / "conll2003" / "test.txt")
+    tags = tagger.tag(docs[0].tokens)
+    assert len(tags) == len(docs[0]) and tagger.tag_documents(docs)[0] == tags

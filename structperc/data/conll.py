@@ -21,6 +21,7 @@ import os
 import re
 import tempfile
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from .document import Document
@@ -63,6 +64,12 @@ def mark_docstart(doc: Document, value: bool = True) -> Document:
 def has_docstart(doc: Document) -> bool:
     """Whether ``doc`` was read in "docstart" mode (see ``mark_docstart``)."""
     return bool(getattr(doc, _DOCSTART_FLAG, False))
+
+
+def with_columns(doc: Document, **columns: list[str]) -> Document:
+    """A copy of ``doc`` with ``columns`` set (e.g. ``pos=[...]``), read in the same mode."""
+    copy = replace(doc, columns={**doc.columns, **columns})
+    return mark_docstart(copy, has_docstart(doc))
 
 
 def _check_layout(layout: str) -> tuple[str, ...]:

@@ -26,11 +26,12 @@ noun phrases, B-NP / I-NP / O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from structperc.data.conll import with_columns
 from structperc.data.document import Document
 
 POS_TAGS: tuple[str, ...] = ("NOUN", "VERB", "JADJ", "RBP", "OTHER")
@@ -65,9 +66,7 @@ def np_labels(doc: Document) -> list[str]:
 
 def with_pos(docs: list[Document], pos: list[list[str]]) -> list[Document]:
     """Copies of ``docs`` whose POS column is ``pos`` (a tagger's output, for a cascade)."""
-    return [
-        replace(d, columns={**d.columns, "pos": list(p)}) for d, p in zip(docs, pos, strict=True)
-    ]
+    return [with_columns(d, pos=list(p)) for d, p in zip(docs, pos, strict=True)]
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,10 @@ class LocalFeatures:
         edges: every feature is also an edge feature x × y_-1 × y_0 (Table 1); False: node
             features and a label transition matrix (``model.weights.ChainWeights``).  It does
             not change extraction, only the model the features feed.
+        tags: where the POS and chunk columns come from: ``given`` (the input's) or ``auto``
+            (the ``tagger``'s, a tagchunk run folder, for training and prediction alike; Kazama
+            & Torisawa 2007, Table 5).  The task fills the columns; the setting travels with
+            the model.
     """
 
     def __init__(
@@ -67,6 +71,8 @@ class LocalFeatures:
         flag_off: str | None = None,
         boundary: bool = False,
         edges: bool = True,
+        tags: str = "given",
+        tagger: str | None = None,
     ):
         if gazetteer not in MODES:
             raise ValueError(f"features.gazetteer must be one of {MODES}, got {gazetteer!r}")
@@ -96,6 +102,12 @@ class LocalFeatures:
             self.entries = read_gazetteer(gazetteer_path)
         self.flag_off = None if flag_off is None else str(flag_off)  # YAML may give 0
         self.edges = edges
+        if tags not in ("given", "auto") or (tags == "auto" and not tagger):
+            raise ValueError(
+                f"features.tags must be 'given' or 'auto' (with features.tagger, a tagchunk run "
+                f"folder), got tags={tags!r}, tagger={tagger!r}"
+            )
+        self.tags, self.tagger = tags, tagger
         self.vocab = Vocabulary(self.templates, min_count, boundary)
 
     # ------------------------------------------------------------------------------------
@@ -146,6 +158,8 @@ class LocalFeatures:
             window=self.window,
             flag_off=self.flag_off,
             edges=self.edges,
+            tags=self.tags,
+            tagger=self.tagger,
             gazetteer=self.gazetteer,
             gazetteer_types=self.gazetteer_types,
             gazetteer_folds=self.gazetteer_folds,
@@ -165,6 +179,7 @@ class LocalFeatures:
         obj.window = meta["window"]
         obj.flag_off = meta.get("flag_off")
         obj.edges = meta.get("edges", True)
+        obj.tags, obj.tagger = meta.get("tags", "given"), meta.get("tagger")
         obj.min_count = meta["min_count"]
         obj.entries = {t: {tuple(e.split(" ")) for e in es} for t, es in meta["entries"].items()}
         obj.vocab = Vocabulary.from_state(meta, tensors)

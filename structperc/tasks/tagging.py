@@ -17,6 +17,7 @@ Torisawa's document rescoring with non-local features for the learners that need
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from structperc.features.cache import extract_features
 from structperc.features.document import NonLocalFeatures
 from structperc.features.pipeline import LocalFeatures
 from structperc.model.document_weights import DocumentWeights
-from structperc.model.files import load_model, save_model
+from structperc.model.files import save_model
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.monitor import Monitor
@@ -70,27 +71,12 @@ def build_structure(
     return structure, structure.with_n(learner.nbest)
 
 
-def structure_from_model(
-    weights: ChainWeights, info: dict, *, n: int | None = None, constraints: str | None = None
-) -> ChainStructure | DocumentRescoring:
-    """The structure of a saved model (``model.files.load_model``'s weights and info).
-
-    A model with non-local features rescores the ``n`` best (default: the n' it was saved
-    with); ``constraints`` defaults to the model's own.
-    """
-    constraints = constraints or info.get("constraints", "none")
-    if "document_features" in info:
-        n = n or info.get("n_test", 100)
-        return DocumentRescoring(weights, info["document_features"], n, constraints)
-    return ChainStructure(weights, constraints)
-
-
-def load_tagger(
-    model_dir: str | Path, *, n: int | None = None, constraints: str | None = None
-) -> tuple[ChainStructure | DocumentRescoring, LocalFeatures]:
-    """(structure, fitted local features) of the model in ``model_dir``."""
-    weights, features, info = load_model(model_dir)
-    return structure_from_model(weights, info, n=n, constraints=constraints), features
+def carry_tagger(source: Path, target: Path) -> None:
+    """Copy the POS and chunk models of a tagchunk run folder into ``target``."""
+    for part in ("pos", "chunk"):
+        (target / part).mkdir(parents=True, exist_ok=True)
+        for name in ("model.json", "model.safetensors"):
+            shutil.copyfile(source / part / name, target / part / name)
 
 
 def score_predictions(
@@ -197,6 +183,8 @@ def run_tagging(
         rescoring = isinstance(structure, DocumentRescoring)
         doc_features = structure.doc_features if rescoring else None
         save_model(out_dir, weights, features, info, doc_features=doc_features)
+        if features.tags == "auto":  # the column tagger travels with the model
+            carry_tagger(Path(features.tagger), out_dir / "tagger")
     # this process, from the corpus in memory to here: features (or the cache), BPM, training,
     # evaluation, model file
     results["job_seconds"] = time.perf_counter() - t_job

@@ -1,0 +1,76 @@
+"""Trained models back from their run folders: a tagger's structure, and the column tagger.
+
+``load_tagger`` rebuilds a sequence labeler saved by the tagging task (``model/files.py``): the
+chain, or the document rescoring with non-local features at n'.  ``ColumnTagger`` is the POS
+tagger and chunker of the tagchunk task (``tasks/tagchunk.py``), a cascade of two such models
+saved in ``pos/`` and ``chunk/`` of one run folder: it fills the POS and chunk columns of any
+documents, for a NER model trained on automatic tags (``features.tags=auto``, Kazama & Torisawa
+2007, Table 5) or input that lacks them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from structperc.data.conll import with_columns
+from structperc.data.document import Document
+from structperc.features.pipeline import LocalFeatures
+from structperc.model.files import load_model
+from structperc.model.weights import ChainWeights
+from structperc.structures.chain import ChainData, ChainStructure
+from structperc.structures.rescoring import DocumentRescoring
+
+
+def structure_from_model(
+    weights: ChainWeights, info: dict, *, n: int | None = None, constraints: str | None = None
+) -> ChainStructure | DocumentRescoring:
+    """The structure of a saved model (``model.files.load_model``'s weights and info).
+
+    A model with non-local features rescores the ``n`` best (default: the n' it was saved
+    with); ``constraints`` defaults to the model's own.
+    """
+    constraints = constraints or info.get("constraints", "none")
+    if "document_features" in info:
+        n = n or info.get("n_test", 100)
+        return DocumentRescoring(weights, info["document_features"], n, constraints)
+    return ChainStructure(weights, constraints)
+
+
+def load_tagger(
+    model_dir: str | Path, *, n: int | None = None, constraints: str | None = None
+) -> tuple[ChainStructure | DocumentRescoring, LocalFeatures]:
+    """(structure, fitted local features) of the model in ``model_dir``."""
+    weights, features, info = load_model(model_dir)
+    return structure_from_model(weights, info, n=n, constraints=constraints), features
+
+
+class ColumnTagger:
+    """POS tags, then chunk tags reading them: the two chains of a tagchunk run folder."""
+
+    def __init__(self, pos, chunk, batch_size: int = 64, device: str = "cpu"):
+        self.pos, self.chunk = pos, chunk  # (structure, features) each
+        self.batch_size, self.device = batch_size, device
+
+    @classmethod
+    def load(cls, run_dir: str | Path, **kwargs) -> ColumnTagger:
+        """The POS tagger and chunker saved in ``run_dir/pos`` and ``run_dir/chunk``."""
+        run_dir = Path(run_dir)
+        if not (run_dir / "pos" / "model.json").is_file():
+            raise FileNotFoundError(
+                f"{run_dir}: not a tagchunk run folder (no pos/model.json): train one with "
+                "+experiment=conll00_tagchunk, or give the POS and chunk columns"
+            )
+        return cls(load_tagger(run_dir / "pos"), load_tagger(run_dir / "chunk"), **kwargs)
+
+    def _labels(self, model, docs: list[Document]) -> list[list[str]]:
+        structure, features = model
+        data = ChainData(features.transform(docs), documents=docs)
+        ids = structure.predict(data, self.batch_size, self.device)
+        return [[structure.weights.labels[i] for i in p] for p in ids]
+
+    def fill(self, docs: list[Document]) -> list[Document]:
+        """Copies of ``docs`` whose POS and chunk columns are the taggers' (IOB2 chunks)."""
+        pos = self._labels(self.pos, docs)
+        with_pos = [with_columns(d, pos=p) for d, p in zip(docs, pos, strict=True)]
+        chunks = self._labels(self.chunk, with_pos)
+        return [with_columns(d, chunk=c) for d, c in zip(with_pos, chunks, strict=True)]

@@ -1,0 +1,142 @@
+"""The tagchunk task: a POS tagger and a full chunker on CoNLL-2000 (WSJ), as two chains.
+
+Kazama & Torisawa (2007, Table 5) replace the given POS and chunk columns of CoNLL-2003 by a
+tagger's (TagChunk), and a user's text has no such columns at all: this task trains that
+tagger with structperc's own learners.  Both are first-order chains trained by the tagging task
+(``tasks/tagging.py``) on the training sentences minus the last ``dev_sentences`` (their dev set):
+
+    pos/     the POS tagger: the 45 Penn Treebank tags of the data's POS column, from token
+             attributes only (words, affixes, shapes; ``pos_attributes``)
+    chunk/   the chunker: every CoNLL-2000 chunk type in IOB2, from the token attributes and the
+             POS tags (gold in training, the tagger's at prediction; ``chunk_attributes``)
+
+Cascaded chains, not the joint label-chunk model: that one (``tasks/joint.py``) tags five
+collapsed POS classes and noun phrases only.  The run folder is what ``tasks.loading.ColumnTagger``
+loads.  results.json: POS accuracy against the data's tag column, chunk F1 with gold POS and
+with the tagger's own (the cascade), on dev and test, and seconds and tokens per second of
+training and tagging.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from structperc.data.conll import with_columns
+from structperc.data.document import Document
+from structperc.eval.chunks import evaluate
+from structperc.features.pipeline import LocalFeatures
+from structperc.io import atomic_write_json
+from structperc.tasks.loading import ColumnTagger
+from structperc.tasks.tagging import run_tagging
+from structperc.train import FitSettings
+
+log = logging.getLogger(__name__)
+
+
+def as_pos_task(docs: list[Document]) -> list[Document]:
+    """Documents whose tags are their POS column (and which carry no POS column to read)."""
+    out = []
+    for d in docs:
+        columns = {k: v for k, v in d.columns.items() if k != "pos"}
+        copy = with_columns(d)
+        copy.columns, copy.tags = columns, list(d.columns["pos"])
+        out.append(copy)
+    return out
+
+
+def split_dev(corpus: dict[str, list[Document]], dev_sentences: int) -> dict[str, list[Document]]:
+    """train minus its last ``dev_sentences`` sentences, those as dev, and test."""
+    if not 0 < dev_sentences < len(corpus["train"]):
+        raise ValueError(
+            f"task.dev_sentences must be in 1..{len(corpus['train']) - 1}, got {dev_sentences}"
+        )
+    train = corpus["train"]
+    return {"train": train[:-dev_sentences], "dev": train[-dev_sentences:], "test": corpus["test"]}
+
+
+def run_tagchunk(
+    *,
+    corpus: dict[str, list[Document]],
+    pos_features: LocalFeatures,
+    chunk_features: LocalFeatures,
+    pos_learner,
+    chunk_learner,
+    out_dir: Path,
+    settings: FitSettings,
+    dev_sentences: int,
+    cache_dir,
+    cache_keys: dict[str, dict],
+    eval_every: int = 1,
+    batch_size: int = 64,
+    hparams: dict | None = None,
+) -> dict:
+    """Train the two chains into ``out_dir/pos`` and ``out_dir/chunk``; score the cascade."""
+    t_job = time.perf_counter()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    splits = split_dev(corpus, dev_sentences)
+    common = dict(
+        settings=settings,
+        eval_every=eval_every,
+        batch_size=batch_size,
+        save=True,
+        write_predictions=False,
+        hparams=hparams or {},
+        cache_dir=cache_dir,
+    )
+    pos = run_tagging(
+        corpus={s: as_pos_task(d) for s, d in splits.items()},
+        features=pos_features,
+        learner=pos_learner,
+        out_dir=out_dir / "pos",
+        cache_key=cache_keys["pos"],
+        **common,
+    )
+    chunk = run_tagging(
+        corpus=splits,
+        features=chunk_features,
+        learner=chunk_learner,
+        out_dir=out_dir / "chunk",
+        cache_key=cache_keys["chunk"],
+        **common,
+    )
+    tagger = ColumnTagger.load(out_dir, batch_size=batch_size, device=settings.device)
+    results: dict = {"task": "tagchunk", "train_sentences": len(splits["train"])}
+    for split in ("dev", "test"):
+        docs = splits[split]
+        blank = [with_columns(d) for d in docs]
+        for d in blank:
+            d.columns = {}
+        t0 = time.perf_counter()
+        tagged = tagger.fill(blank)
+        seconds = time.perf_counter() - t0
+        tokens = sum(len(d) for d in docs)
+        right = sum(
+            g == p
+            for d, t in zip(docs, tagged, strict=True)
+            for g, p in zip(d.columns["pos"], t.columns["pos"], strict=True)
+        )
+        cascade = evaluate([d.tags for d in docs], [t.columns["chunk"] for t in tagged])
+        results[split] = {
+            "pos_accuracy": 100.0 * right / tokens,
+            "chunk_f1_gold_pos": chunk[split]["f1"],
+            "chunk_f1": cascade.f1,
+            "chunk_per_type": {k: v.f1 for k, v in cascade.per_type.items()},
+            "tagging_seconds": seconds,
+            "tokens_per_second": tokens / seconds,
+        }
+        log.info(
+            "%s: POS %.2f%%, chunk F1 %.2f (gold POS %.2f), %.0f tokens/s",
+            split,
+            results[split]["pos_accuracy"],
+            cascade.f1,
+            chunk[split]["f1"],
+            tokens / seconds,
+        )
+    results["pos_epochs"], results["chunk_epochs"] = pos["epochs"], chunk["epochs"]
+    results["train_seconds"] = {"pos": pos["train_seconds"], "chunk": chunk["train_seconds"]}
+    results["job_seconds"] = time.perf_counter() - t_job
+    results["hparams"] = hparams or {}
+    atomic_write_json(out_dir / "results.json", results)
+    return results
