@@ -32,6 +32,7 @@ from structperc.data.text import entity_spans, read_text
 from structperc.eval.chunks import evaluate
 from structperc.io import atomic_write_text
 from structperc.tagger import Tagger
+from structperc.tasks.loading import ColumnTagger
 
 log = logging.getLogger("structperc.predict")
 
@@ -66,15 +67,26 @@ def tag_file(
     score: bool = True,
     n_test: int | None = None,
     constraints: str | None = None,
+    tagger: str | Path | None = None,
 ):
-    """Tag ``input_path`` into ``output_path``; returns the chunk scores when gold tags exist."""
+    """Tag ``input_path`` into ``output_path``; returns the chunk scores when gold tags exist.
+
+    ``tagger``: a tagchunk run folder that fills the POS and chunk columns the model needs and
+    the input lacks (a model trained with ``features.tags=auto`` carries its own).
+    """
     if input_format not in INPUT_FORMATS or output_format not in OUTPUT_FORMATS:
         raise ValueError(
             f"input_format must be one of {INPUT_FORMATS} and output_format one of "
             f"{OUTPUT_FORMATS}, got {input_format!r}, {output_format!r}"
         )
+    columns_from = ColumnTagger.load(tagger) if tagger is not None else None
     tagger = Tagger.load(
-        model_dir, n=n_test, constraints=constraints, batch_size=batch_size, device=device
+        model_dir,
+        n=n_test,
+        constraints=constraints,
+        column_tagger=columns_from,
+        batch_size=batch_size,
+        device=device,
     )
     paragraphs, text = None, ""
     if input_format == "text":
@@ -126,6 +138,7 @@ def main(cfg: DictConfig) -> None:
             score=cfg.evaluate,
             n_test=cfg.get("n_test"),
             constraints=cfg.get("constraints"),
+            tagger=cfg.get("tagger"),
         )
     except (ValueError, OSError) as err:
         fail_cleanly("structperc-tag", err)

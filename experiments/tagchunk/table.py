@@ -1,0 +1,109 @@
+"""The column tagger (POS tagger + chunker on CoNLL-2000), the NER runs on its columns, and a
+token-only test set through the whole pipeline, from the runs' own files.
+
+    python experiments/tagchunk/table.py --readme experiments/tagchunk/README.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from summarize import replace_section  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+KAZAMA = HERE.parent / "kazama2007" / "runs"
+# (label, run with the given columns, run with the tagger's, paper given, paper auto: test F1)
+NER = [
+    ("Averaged perceptron", "local_averaged", "auto_tags/local_averaged", 84.08, None),
+    (
+        "Margin perceptron, C = 1414",
+        "margin_sweep/margin_C1414",
+        "auto_tags/margin_C1414",
+        85.64,
+        86.24,
+    ),
+    ("Proposed (n' = 100), C = 1000", "main_job", "auto_tags/proposed_C1000", 86.30, 87.04),
+]
+
+
+def tagger() -> str:
+    path = HERE / "runs" / "conll00_tagchunk" / "results.json"
+    if not path.is_file():
+        return "(no run yet)\n"
+    r = json.loads(path.read_text())
+    lines = [
+        "| split | POS accuracy | chunk F1, gold POS | chunk F1, the tagger's POS "
+        "| tagging tokens/s |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for split in ("dev", "test"):
+        s = r[split]
+        lines.append(
+            f"| {split} | {s['pos_accuracy']:.2f} | {s['chunk_f1_gold_pos']:.2f} "
+            f"| {s['chunk_f1']:.2f} | {s['tokens_per_second']:,.0f} |"
+        )
+    t = r["train_seconds"]
+    lines += [
+        "",
+        f"Training: POS tagger {r['pos_epochs']} epochs in {t['pos']:.0f} s, chunker "
+        f"{r['chunk_epochs']} epochs in {t['chunk']:.0f} s ({r['train_sentences']:,} sentences; "
+        "the last 1,000 of the training file are the dev set).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def ner() -> str:
+    lines = [
+        "| method | dev, given | test, given | dev, tagger's | test, tagger's | test gain "
+        "| paper test given / auto (gain) |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for label, given, auto, p_given, p_auto in NER:
+        cells = [label]
+        rs = []
+        for run in (given, auto):
+            f = KAZAMA / run / "results.json"
+            r = json.loads(f.read_text()) if f.is_file() else None
+            rs.append(r)
+            cells += [f"{r['dev']['f1']:.2f}", f"{r['test']['f1']:.2f}"] if r else ["–", "–"]
+        gain = rs[1]["test"]["f1"] - rs[0]["test"]["f1"] if all(rs) else None
+        cells.append(f"{gain:+.2f}" if gain is not None else "–")
+        paper = (
+            f"{p_given:.2f} / {p_auto:.2f} ({p_auto - p_given:+.2f})"
+            if p_auto
+            else f"{p_given:.2f} / –"
+        )
+        cells.append(paper)
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def token_only() -> str:
+    path = HERE / "token_only.json"
+    if not path.is_file():
+        return "(run token_only.py)\n"
+    t = json.loads(path.read_text())
+    lines = ["| input | test F1 | seconds | tokens/s |", "|---|---:|---:|---:|"]
+    for name, row in t["rows"].items():
+        lines.append(
+            f"| {name} | {row['f1']:.2f} | {row['seconds']:.1f} | {row['tokens_per_second']:,.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--readme", type=Path, help="README to update (tagger, ner, token_only)")
+    args = ap.parse_args()
+    for name, text in (("tagger", tagger()), ("ner", ner()), ("token_only", token_only())):
+        print(f"## {name}\n\n{text}")
+        if args.readme:
+            replace_section(args.readme, name, text)
+
+
+if __name__ == "__main__":
+    main()
