@@ -2,7 +2,7 @@
 
 The model is trained once (n = 20); at test time its prediction is the argmax of Φ^a·α over the
 n'-best labelings of the local model (``structperc.structures.rescoring.DocumentRescoring``, as
-``structperc.tasks.tagging.load_tagger`` loads it with ``n=n'``).  This script decodes dev and
+``structperc.tasks.loading.load_tagger`` loads it with ``n=n'``).  This script decodes dev and
 test with every n' asked for, times each pass, writes ``table3.json`` beside the model's
 ``results.json`` and regenerates the README table between
 ``<!-- table3:begin -->`` and ``<!-- table3:end -->``:
@@ -27,7 +27,7 @@ from structperc.eval.chunks import evaluate
 from structperc.model.files import load_model
 from structperc.structures.chain import ChainData
 from structperc.structures.rescoring import DocumentRescoring
-from structperc.tasks.tagging import structure_from_model
+from structperc.tasks.loading import structure_from_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from summarize import replace_section  # noqa: E402

@@ -47,7 +47,7 @@ def load(run: Path) -> dict:
 def seed_runs(kind: str) -> dict[int, list[dict]]:
     """seed -> the runs of ``rerank{kind}``."""
     out: dict[int, list[dict]] = {}
-    for folder in sorted(RUNS.glob(f"rerank/rerank{kind}_seed*")):
+    for folder in sorted(RUNS.glob(f"rerank/rerank{kind}_seed*")):  # not list_size/
         seed = int(folder.name.rsplit("seed", 1)[1])
         out[seed] = [load(p.parent) for p in sorted(folder.glob("*/results.json"))]
     return out
@@ -146,6 +146,28 @@ def grid() -> str:
     return "\n".join(lines) + "\n"
 
 
+def list_size() -> str:
+    """Seed 0: the size of the training lists (task.n) against dev and test F1."""
+    runs = [load(p.parent) for p in sorted(RUNS.glob("rerank/list_size/*/results.json"))]
+    runs += [r for k in ("1", "2") for r in seed_runs(k).get(0, [])]
+    rows = sorted(
+        (str(r["config"].task_name), int(r["config"].task.n), float(r["config"].ranker.C), r)
+        for r in runs
+        if float(r["config"].ranker.C) in (250.0, 1000.0)
+    )
+    lines = [
+        "| experiment | training candidates n | C | dev F1 | test F1 | run |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for name, n, c, r in rows:
+        res = r["result"]
+        lines.append(
+            f"| {name} | {n} | {c:g} | {res['dev']['f1']:.2f} | {res['test']['f1']:.2f} "
+            f"| `{r['run'].relative_to(RUNS)}` |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def table7(path: Path) -> str:
     if not path.is_file():
         return "(run experiments/kazama2007/rerank_time.py)\n"
@@ -179,6 +201,7 @@ def main() -> None:
     tables = {
         "table6": table6(),
         "rerank_grid": grid(),
+        "rerank_lists": list_size(),
         "table7": table7(HERE / "rerank_time.json"),
     }
     for name, text in tables.items():
