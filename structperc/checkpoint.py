@@ -1,9 +1,10 @@
 """Per-epoch training checkpoints, so a killed run resumes where it stopped.
 
-A checkpoint is ``checkpoint.safetensors`` (the weight tables and the averaging sums) plus
-``checkpoint.json`` (epoch, convergence state, per-epoch history, table shapes and the model's
-signature, e.g. its labels), each written atomically; the JSON is written last and names the
-epoch, so a crash between the two files leaves the previous, consistent pair readable.  Resuming
+A checkpoint is ``checkpoint.<epoch>.safetensors`` (the weight tables and the averaging sums)
+plus ``checkpoint.json`` (epoch, convergence state, per-epoch history, table shapes, the model's
+signature, e.g. its labels, and the name of its tensor file), each written atomically; the JSON
+is written last and names the tensor file of its epoch, so a crash between the two files leaves
+the previous, consistent pair readable; older tensor files are removed after the JSON.  Resuming
 with the same seed replays the same document order for the remaining epochs (the order depends
 only on seed and epoch), so the resumed run ends with exactly the weights of an uninterrupted one.
 ``train.fit`` saves and loads them; this module only reads and writes the files.
@@ -16,7 +17,7 @@ from pathlib import Path
 from structperc.io import atomic_save_tensors, atomic_write_json, load_tensors, read_json
 from structperc.model.updates import Updater
 
-TENSORS, META = "checkpoint.safetensors", "checkpoint.json"
+TENSORS, META = "checkpoint.safetensors", "checkpoint.json"  # (TENSORS: older checkpoints)
 
 
 class Checkpoint:
@@ -40,17 +41,23 @@ class Checkpoint:
         tables = updater.weights.tables()
         tensors = {f"weights.{n}": t for n, t in tables.items()}
         tensors.update({f"updater.{k}": v for k, v in updater.state().items()})
-        atomic_save_tensors(self.directory / TENSORS, tensors)
+        epoch = history[-1]["epoch"] if history else 0
+        name = f"checkpoint.{epoch}.safetensors"
+        atomic_save_tensors(self.directory / name, tensors)
         atomic_write_json(
             self.directory / META,
             {
-                "epoch": history[-1]["epoch"] if history else 0,
+                "epoch": epoch,
                 "convergence": convergence,
                 "history": history,
                 "shapes": {n: list(t.shape) for n, t in tables.items()},
                 "signature": self.signature,
+                "tensors": name,
             },
         )
+        for old in self.directory.glob("checkpoint*.safetensors"):
+            if old.name != name:
+                old.unlink(missing_ok=True)
 
     def load(self, updater: Updater) -> tuple[int, dict, list[dict]]:
         """Restore weights and averaging sums into ``updater``; (epoch, convergence, history)."""
@@ -65,7 +72,7 @@ class Checkpoint:
                 f"{meta['shapes']}, {signature}); expected shapes {shapes}, "
                 f"{self.signature}. Remove it or run without trainer.resume=true."
             )
-        tensors = load_tensors(self.directory / TENSORS)
+        tensors = load_tensors(self.directory / meta.get("tensors", TENSORS))
         for n, t in tables.items():
             t.data.copy_(tensors[f"weights.{n}"])
         updater.load_state({k[8:]: v for k, v in tensors.items() if k.startswith("updater.")})

@@ -10,7 +10,10 @@ layout through a column map (``columns=[token,_,_,ner]``, ``_`` skipping a colum
 IOB1, IOB2 or IO, ``scheme``), or plain text (``input_format=text``: paragraphs are documents).
 Output: the input columns and the predicted tag as the last one (``conll``), or one JSON line
 per document with its entities (``jsonl``: character offsets for text input, token offsets for
-column input).  With gold tags present it prints conlleval-style scores.  Bad input or a bad
+column input).  With gold tags present it prints conlleval-style scores.  Under ``torchrun``
+(``torchrun --standalone --nproc-per-node=N -m structperc.predict ...``) the documents are split
+into N consecutive blocks of about equal tokens, each rank tags one, and rank 0 writes the one
+output in the input's order.  Bad input or a bad
 model prints one line naming the file and what is wrong and exits with status 2 (the traceback
 with ``HYDRA_FULL_ERROR=1``).
 """
@@ -29,6 +32,7 @@ from structperc.cli import fail_cleanly
 from structperc.data.conll import ConllFormatError, read_conll, write_conll
 from structperc.data.tags import spans
 from structperc.data.text import entity_spans, read_text
+from structperc.distributed import SERIAL, Group, contiguous_shards
 from structperc.eval.chunks import evaluate
 from structperc.io import atomic_write_text
 from structperc.tagger import Tagger
@@ -68,11 +72,14 @@ def tag_file(
     n_test: int | None = None,
     constraints: str | None = None,
     tagger: str | Path | None = None,
+    group: Group = SERIAL,
 ):
     """Tag ``input_path`` into ``output_path``; returns the chunk scores when gold tags exist.
 
     ``tagger``: a tagchunk run folder that fills the POS and chunk columns the model needs and
     the input lacks (a model trained with ``features.tags=auto`` carries its own).
+    ``group``: the ranks sharing the work; each tags a consecutive block of the documents and
+    rank 0 alone writes (and returns the scores; the others return None).
     """
     if input_format not in INPUT_FORMATS or output_format not in OUTPUT_FORMATS:
         raise ValueError(
@@ -96,10 +103,21 @@ def tag_file(
     else:
         docs = read_conll(input_path, layout, documents, columns=columns, scheme=scheme)
     t0 = time.perf_counter()
-    pred = tagger.tag_documents(docs, progress=True)
+    block = contiguous_shards([len(d) for d in docs], group.world)[group.rank]
+    mine = tagger.tag_documents([docs[i] for i in block], progress=group.is_main)
+    parts = group.gather_objects(mine)
+    if parts is None:  # not rank 0: rank 0 writes
+        return None
+    pred = [p for part in parts for p in part]
     n_tok = sum(len(d) for d in docs)
     seconds = time.perf_counter() - t0
-    log.info("tagged %d documents, %d tokens in %.1fs", len(docs), n_tok, seconds)
+    log.info(
+        "tagged %d documents, %d tokens in %.1fs on %d rank(s)",
+        len(docs),
+        n_tok,
+        seconds,
+        group.world,
+    )
     if output_format == "jsonl":
         lines = []
         for k, (doc, tags) in enumerate(zip(docs, pred, strict=True)):
@@ -122,7 +140,9 @@ def tag_file(
 @hydra.main(version_base="1.3", config_path="../conf", config_name="predict")
 def main(cfg: DictConfig) -> None:
     columns = cfg.get("columns")
+    group = SERIAL
     try:
+        group = Group.from_environment("auto", cfg.device)
         scores = tag_file(
             cfg.model,
             cfg.input,
@@ -134,14 +154,19 @@ def main(cfg: DictConfig) -> None:
             input_format=cfg.get("input_format", "conll"),
             output_format=cfg.get("output_format", "conll"),
             batch_size=cfg.batch_size,
-            device=cfg.device,
+            device=group.device_of(cfg.device),
             score=cfg.evaluate,
             n_test=cfg.get("n_test"),
             constraints=cfg.get("constraints"),
             tagger=cfg.get("tagger"),
+            group=group,
         )
     except (ValueError, OSError) as err:
         fail_cleanly("structperc-tag", err)
+    finally:
+        group.close()
+    if not group.is_main:
+        return
     log.info("wrote %s", cfg.output)
     if scores is not None:
         print(scores.format())

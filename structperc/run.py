@@ -10,6 +10,7 @@ sweepers (``-m learner.C=...``) can optimise it.  ``--help`` lists the config gr
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from structperc.cli import fail_cleanly
 from structperc.data.loading import load_corpus, resolve_data_dir
+from structperc.distributed import SERIAL, Group
 from structperc.features.cache import feature_cache_key
 from structperc.rerank.candidates import ListSettings
 from structperc.tasks.cascade import run_cascade
@@ -35,13 +37,43 @@ from structperc.train import FitSettings
 log = logging.getLogger("structperc")
 
 TASKS = ("tagging", "joint", "cascade", "rerank", "tagchunk")
+DISTRIBUTED_TASKS = ("tagging", "joint")  # the tasks that train one model on several ranks
 
 
-def fit_settings(cfg: DictConfig) -> FitSettings:
-    """The training loop's settings: ``trainer.{max_epochs,tol,patience,shuffle,progress}``,
-    ``seed`` and ``device``."""
+def fit_settings(cfg: DictConfig, group: Group = SERIAL) -> FitSettings:
+    """The training loop's settings: ``trainer.{max_epochs,tol,patience,shuffle,progress,
+    mixing}``, ``seed`` and ``device`` (this rank's GPU under torchrun)."""
     keys = ("max_epochs", "tol", "patience", "shuffle", "progress")
-    return FitSettings(**{k: cfg.trainer[k] for k in keys}, seed=cfg.seed, device=cfg.device)
+    return FitSettings(
+        **{k: cfg.trainer[k] for k in keys},
+        seed=cfg.seed,
+        device=group.device_of(cfg.device),
+        mixing=cfg.trainer.get("mixing", "uniform"),
+    )
+
+
+def start_group(cfg: DictConfig) -> Group:
+    """The processes of this run: ``distributed=torch`` joins torchrun's group."""
+    name = cfg.distributed.name
+    if name == "none":
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        if world > 1:
+            raise ValueError(
+                f"started by torchrun with {world} processes but distributed=none: each would "
+                "train the whole model into the same folder; add distributed=torch"
+            )
+        return SERIAL
+    if name != "torch":
+        raise ValueError(f"distributed must be none or torch, got {name!r} (conf/distributed/)")
+    group = Group.from_environment(cfg.distributed.backend, cfg.device)
+    if group.parallel and cfg.task.name not in DISTRIBUTED_TASKS:
+        raise ValueError(
+            f"task={cfg.task.name} does not train on several ranks; distributed=torch runs "
+            f"the tasks {DISTRIBUTED_TASKS}"
+        )
+    if not group.is_main:  # rank 0 speaks for the run
+        logging.getLogger("structperc").setLevel(logging.WARNING)
+    return group
 
 
 def flat_hparams(cfg: DictConfig) -> dict:
@@ -99,7 +131,7 @@ def tagging_inputs(cfg: DictConfig, data_dir: Path | None) -> tuple[dict, object
     return corpus, features, feature_cache_key(extraction, files, cfg.data.max_docs)
 
 
-def tagging(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
+def tagging(cfg: DictConfig, out_dir: Path, data_dir: Path | None, group: Group) -> float:
     corpus, features, key = tagging_inputs(cfg, data_dir)
     t = cfg.trainer
     doc_features = cfg.get("document_features")
@@ -110,17 +142,18 @@ def tagging(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
         out_dir=out_dir,
         cache_dir=cfg.cache_dir,
         cache_key=key,
-        settings=fit_settings(cfg),
+        settings=fit_settings(cfg, group),
         eval_every=t.eval_every,
         batch_size=t.batch_size,
         save=cfg.save_model,
         write_predictions=cfg.write_predictions,
         hparams=flat_hparams(cfg),
         checkpoint=t.checkpoint,
-        resume=t.resume,
+        resume=resume_wanted(cfg, group),
         doc_features=instantiate(doc_features) if doc_features else None,
         n_test=cfg.decoder.n_test,
         constraints=cfg.decoder.constraints,
+        group=group,
     )
     return float(results.get("dev", results.get("test", {})).get("f1", 0.0))
 
@@ -165,7 +198,7 @@ def rerank(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
     return float(results.get("dev", results.get("test", {})).get("f1", 0.0))
 
 
-def joint(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
+def joint(cfg: DictConfig, out_dir: Path, data_dir: Path | None, group: Group) -> float:
     corpus = _joint_corpus(cfg, data_dir)
     t = cfg.trainer
     results = run_joint(
@@ -173,7 +206,7 @@ def joint(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
         features=instantiate(cfg.features),
         learner=instantiate(cfg.learner),
         out_dir=out_dir,
-        settings=fit_settings(cfg),
+        settings=fit_settings(cfg, group),
         eval_every=t.eval_every,
         batch_size=t.batch_size,
         backoff_epochs=int(cfg.task.backoff_epochs),
@@ -181,9 +214,10 @@ def joint(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
         write_test_predictions=cfg.write_predictions,
         hparams=flat_hparams(cfg),
         checkpoint=t.checkpoint,
-        resume=t.resume,
+        resume=resume_wanted(cfg, group),
+        group=group,
     )
-    return float(results["test"]["np_f1"])
+    return float(results["test"]["np_f1"]) if group.is_main else 0.0
 
 
 def cascade(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
@@ -235,6 +269,14 @@ def tagchunk(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
     return float(results["dev"]["chunk_f1"])
 
 
+def resume_wanted(cfg: DictConfig, group: Group) -> bool:
+    """``trainer.resume``, or a group that torchrun restarted after a failure."""
+    if group.restarts and not cfg.trainer.resume:
+        log.warning("torchrun restart %d: resuming from the last checkpoint", group.restarts)
+        return True
+    return bool(cfg.trainer.resume)
+
+
 def _joint_corpus(cfg: DictConfig, data_dir: Path | None) -> dict:
     corpus = load_data(cfg, data_dir)
     if "test" not in corpus:
@@ -242,35 +284,52 @@ def _joint_corpus(cfg: DictConfig, data_dir: Path | None) -> dict:
     return corpus
 
 
-def main_from_config(cfg: DictConfig, out_dir: Path) -> float:
-    """Run the task ``cfg.task.name`` into ``out_dir``; returns its headline metric."""
+def main_from_config(cfg: DictConfig, out_dir: Path, group: Group = SERIAL) -> float:
+    """Run the task ``cfg.task.name`` into ``out_dir`` on the ranks of ``group``; returns its
+    headline metric (0 on ranks other than 0)."""
     name = cfg.task.name
     if name not in TASKS:
         raise ValueError(f"task.name must be one of {TASKS}, got {name!r} (conf/task/)")
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
     data_dir = resolve_data_dir(cfg.data.dir)
-    drivers = {
-        "tagging": tagging,
-        "joint": joint,
-        "cascade": cascade,
-        "rerank": rerank,
-        "tagchunk": tagchunk,
-    }
-    driver = drivers[name]
-    return driver(cfg, out_dir, data_dir)
+    if name == "tagging":
+        return tagging(cfg, out_dir, data_dir, group)
+    if name == "joint":
+        return joint(cfg, out_dir, data_dir, group)
+    drivers = {"cascade": cascade, "rerank": rerank, "tagchunk": tagchunk}
+    return drivers[name](cfg, out_dir, data_dir)
+
+
+def explicit_run_dir(hydra_cfg) -> None:
+    """ValueError unless ``hydra.run.dir`` was given (several ranks must share one folder, and
+    a restarted group must find it again)."""
+    if str(hydra_cfg.mode) == "RunMode.MULTIRUN":
+        raise ValueError("distributed=torch runs one job; sweep with -m without torchrun")
+    given = [o for o in hydra_cfg.overrides.hydra if o.split("=", 1)[0] == "hydra.run.dir"]
+    if not given:
+        raise ValueError(
+            "distributed=torch with several ranks needs an explicit hydra.run.dir=FOLDER "
+            "(each rank would otherwise make its own time-stamped folder)"
+        )
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> float:
+    group = SERIAL
     try:
-        return main_from_config(cfg, Path(HydraConfig.get().runtime.output_dir))
+        group = start_group(cfg)
+        if group.parallel:
+            explicit_run_dir(HydraConfig.get())
+        return main_from_config(cfg, Path(HydraConfig.get().runtime.output_dir), group)
     except Exception as err:
         # bad input or a bad setting (also inside a component Hydra built): one line, status 2
         cause = err.__cause__ if isinstance(err, InstantiationException) else err
         if isinstance(cause, ValueError | OSError):
             fail_cleanly("structperc-train", cause)
         raise
+    finally:
+        group.close()
 
 
 if __name__ == "__main__":

@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
 from structperc.checkpoint import Checkpoint
+from structperc.distributed import SERIAL, Group, token_balanced_shards
 from structperc.learn.base import Learner, StepStats
+from structperc.model.mixing import ParameterMixing
 from structperc.model.updates import Updater
 from structperc.progress import bar
 from structperc.structures.base import check_capabilities
@@ -107,7 +110,8 @@ class FitResult:
 class FitSettings:
     """What a run's configuration tells a training loop: at most ``max_epochs`` epochs, the
     convergence rule (``tol``, ``patience``), the order of the training data (``shuffle``,
-    ``seed``), where the tables live (``device``) and whether to show progress bars."""
+    ``seed``), where the tables live (``device``), whether to show progress bars, and how
+    ranks mix their weights after an epoch (``mixing``: "uniform" or "updates")."""
 
     max_epochs: int = 50
     tol: float = 1e-4
@@ -116,6 +120,7 @@ class FitSettings:
     seed: int = 0
     device: str | torch.device = "cpu"
     progress: bool = True
+    mixing: str = "uniform"
 
 
 def fit(
@@ -129,6 +134,7 @@ def fit(
     on_epoch_start: Callable[[int], dict] | None = None,
     checkpoint: Checkpoint | None = None,
     resume: bool = False,
+    group: Group = SERIAL,
 ) -> FitResult:
     """Train ``learner`` on every instance of ``data`` through ``structure``, in place.
 
@@ -145,6 +151,10 @@ def fit(
         checkpoint: save the weights, averaging sums, convergence state and history after every
             epoch of an online learner.
         resume: continue from ``checkpoint`` when it holds one (same seed: the same orders).
+        group: the processes training together (``distributed.py``).  Each trains on its
+            token-balanced shard; an online learner's weights are mixed after every epoch
+            (``model/mixing.py``), the CRF sums its objective over the ranks.  Every rank
+            resumes from the checkpoint, which rank 0 alone writes.
     """
     check_capabilities(learner, structure)
     convergence = Convergence(settings.tol, settings.patience)
@@ -160,7 +170,7 @@ def fit(
     bpm_seconds = 0.0
     if learner.bpm_runs and start_epoch == 0:
         t0 = time.perf_counter()
-        bpm_initialize(learner, structure, updater, data, settings, on_epoch_start)
+        bpm_initialize(learner, structure, updater, data, settings, on_epoch_start, group)
         bpm_seconds = time.perf_counter() - t0
     history = list(past)
 
@@ -168,7 +178,7 @@ def fit(
         if on_epoch is not None:
             on_epoch(ep)
         history.append(ep)
-        if checkpoint is not None and learner.online:
+        if checkpoint is not None and learner.online and group.is_main:
             checkpoint.save(updater, convergence.state(), [asdict(h) for h in history])
 
     if learner.online:
@@ -182,9 +192,10 @@ def fit(
             on_epoch_start=on_epoch_start,
             start_epoch=start_epoch,
             convergence=convergence,
+            group=group,
         )
     else:
-        result = learner.fit(structure, updater, data, settings, on_epoch=after_epoch)
+        result = learner.fit(structure, updater, data, settings, on_epoch=after_epoch, group=group)
     result.history = history
     result.bpm_seconds = bpm_seconds
     result.resumed_from = start_epoch if resume else None
@@ -203,6 +214,7 @@ def run_epochs(
     on_epoch_start: Callable[[int], dict] | None = None,
     start_epoch: int = 0,
     convergence: Convergence | None = None,
+    group: Group = SERIAL,
 ) -> FitResult:
     """The epoch loop of online training: epochs ``start_epoch + 1 ... settings.max_epochs``,
     each calling ``learner.step`` on the instances of ``data`` in ``epoch_order`` and summing
@@ -211,6 +223,11 @@ def run_epochs(
 
     An epoch's ``EpochLog.extra`` is the learner's summed extra counts, then what
     ``on_epoch_start`` returned.  Each instance's batch is built once and kept.
+
+    On several ranks (``group``) each rank steps through its shard in its own order
+    (``shard_order``), the weights are mixed after the epoch (``ParameterMixing``, its seconds in
+    ``extra["mix_seconds"]``) and the statistics are summed over the ranks, so every rank's
+    convergence rule sees the global per-word error and all stop in the same epoch.
     """
     convergence = convergence or Convergence(settings.tol, settings.patience)
     history: list[EpochLog] = []
@@ -219,18 +236,27 @@ def run_epochs(
     t_start = time.perf_counter()
     epoch = start_epoch
     unit = data.unit
+    shard = rank_shard(data, group)
+    mixing = ParameterMixing(group, updater, settings.mixing) if group.parallel else None
     for epoch in range(start_epoch + 1, settings.max_epochs + 1):
         extra = on_epoch_start(epoch) if on_epoch_start is not None else {}
-        order = epoch_order(len(data), settings.shuffle, settings.seed, epoch)
+        order = shard_order(len(data), shard, settings.shuffle, settings.seed, epoch, group.rank)
         stats = StepStats()
         t0 = time.perf_counter()
-        disable = not settings.progress
-        for i in bar(order, enabled=not disable, desc=f"epoch {epoch}", unit=unit):
+        enabled = settings.progress and group.is_main
+        if mixing is not None:
+            mixing.begin()
+        for i in bar(order, enabled=enabled, desc=f"epoch {epoch}", unit=unit):
             if i not in instances:
                 instances[i] = structure.instance(data, i, settings.device)
             batch, gold = instances[i]
             stats += learner.step(structure, updater, batch, gold)
             updater.tick()
+        if mixing is not None:
+            before = mixing.seconds
+            mixing.end(stats.updates)
+            stats = group_stats(group, stats)
+            extra["mix_seconds"] = mixing.seconds - before
         ep = EpochLog(
             epoch=epoch,
             word_error=stats.errors / max(stats.tokens, 1),
@@ -257,10 +283,12 @@ def bpm_initialize(
     data,
     settings: FitSettings,
     on_epoch_start: Callable[[int], dict] | None = None,
+    group: Group = SERIAL,
 ) -> None:
     """Kazama & Torisawa's BPM initialisation: average ``learner.bpm_runs`` single epochs from
     zero, each over a differently shuffled order (seeds ``seed * 1000 + k``, k = 1, 2, ...),
-    without averaging inside a run, and leave that average in ``updater.weights``."""
+    without averaging inside a run, and leave that average in ``updater.weights``.  On several
+    ranks each single epoch is a mixed one."""
     weights = updater.weights
     tables = weights.tables()
     total = {n: torch.zeros_like(t) for n, t in tables.items()}
@@ -270,7 +298,15 @@ def bpm_initialize(
             for t in tables.values():
                 t.zero_()
         one = replace(settings, max_epochs=1, shuffle=True, seed=settings.seed * 1000 + k + 1)
-        run_epochs(learner, structure, Updater(weights), data, one, on_epoch_start=on_epoch_start)
+        run_epochs(
+            learner,
+            structure,
+            Updater(weights),
+            data,
+            one,
+            on_epoch_start=on_epoch_start,
+            group=group,
+        )
         for n, t in tables.items():
             total[n] += t
         log.info("BPM run %d/%d done", k + 1, runs)
@@ -282,7 +318,48 @@ def bpm_initialize(
 def epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> list[int]:
     """Items 0 ... n-1 in the order of ``epoch``: a permutation seeded by (seed, epoch), or
     0 ... n-1 when not ``shuffle``."""
+    return shard_order(n, None, shuffle, seed, epoch, 0)
+
+
+def shard_order(
+    n: int, shard: list[int] | None, shuffle: bool, seed: int, epoch: int, rank: int
+) -> list[int]:
+    """The items of ``shard`` (None: all n) in the order of ``epoch`` on ``rank``: a permutation
+    seeded by (seed, epoch, rank), rank 0's seed that of the serial run."""
+    items = list(range(n)) if shard is None else shard
     if not shuffle:
-        return list(range(n))
-    gen = torch.Generator().manual_seed(seed * 100_003 + epoch)
-    return torch.randperm(n, generator=gen).tolist()
+        return list(items)
+    gen = torch.Generator().manual_seed(seed * 100_003 + epoch + 1_000_003 * rank)
+    return [items[j] for j in torch.randperm(len(items), generator=gen).tolist()]
+
+
+def instance_sizes(data) -> list[int]:
+    """Tokens of each instance of ``data`` (1 each where the data has no token offsets)."""
+    offsets = getattr(data, "doc_offsets", None)
+    if offsets is None and hasattr(data, "features") and hasattr(data.features, "doc_offsets"):
+        offsets = data.features.doc_offsets
+    if offsets is None:
+        return [1] * len(data)
+    return (offsets[1:] - offsets[:-1]).tolist()
+
+
+def rank_shard(data, group: Group) -> list[int] | None:
+    """This rank's instances of ``data`` (token-balanced); None on one rank (all of them)."""
+    if not group.parallel:
+        return None
+    return token_balanced_shards(instance_sizes(data), group.world)[group.rank]
+
+
+def group_stats(group: Group, stats: StepStats) -> StepStats:
+    """The epoch's statistics summed over the ranks (learner extras included)."""
+    keys = sorted({k for ks in group.all_gather_objects(list(stats.extra)) for k in ks})
+    values = group.all_sum(
+        stats.tokens, stats.errors, stats.updates, *(stats.extra[k] for k in keys)
+    )
+    tokens, errors, updates = (int(v) for v in values[:3])
+    extra = Counter({k: _number(v) for k, v in zip(keys, values[3:], strict=True)})
+    return StepStats(tokens=tokens, errors=errors, updates=updates, extra=extra)
+
+
+def _number(v: float) -> int | float:
+    return int(v) if float(v).is_integer() else v

@@ -155,6 +155,9 @@ class LBFGS:
         return LBFGSInfo(f_new, t, evaluations, math.sqrt(dot(g_new, g_new)))
 
 
+CHECK_EVERY = 5  # iterations between the ranks' weight checksums (several ranks)
+
+
 class LBFGSTraining(Optimization):
     """Full batch: an iteration is one ``LBFGS.step`` on ``full_objective``, the DP over
     buckets of ``dp_batch_tokens`` padded tokens."""
@@ -182,13 +185,15 @@ class LBFGSTraining(Optimization):
 
     def objective(self) -> tuple[float, list[Tensor]]:
         f, total, grads, errors = full_objective(
-            self.learner, self.weights, self.features, self.index, self.buckets
+            self.learner, self.weights, self.features, self.index, self.buckets, self.group
         )
         self.last.update(nll=total, errors=errors)
         return f, grads
 
     def iteration(self, k: int) -> Iteration:
         info = self.opt.step(self.objective)
+        if k % CHECK_EVERY == 0:
+            self.group.check_identical(self.weights.tables(), f"CRF L-BFGS iteration {k}")
         return Iteration(
             objective=info.loss,
             nll=self.last["nll"],

@@ -13,6 +13,11 @@ Two optimizers (``optimizer=``):
   Torisawa's setting (CRF++ with an L-BFGS module).
 * ``"sgd"``: mini-batch SGD with sparse updates and the lazy prior (``sgd.py``).
 
+On several ranks (``distributed.Group``) each rank holds a token-balanced shard of the documents;
+the objective and gradient are sums over documents, so one all-reduce of the shards' sums gives
+the full ones, the prior is added once, and every rank takes the identical L-BFGS step (a weight
+checksum compares the ranks every few iterations).
+
 Convergence as in CRF++ (``optimization.py``): stop when the relative change of the objective,
 |f_k - f_{k-1}| / f_k, stays below ``tol`` for ``patience`` consecutive iterations (SGD: epochs,
 on the objective summed during the epoch), or after ``min(max_iterations, trainer max_epochs)``.
@@ -26,9 +31,10 @@ from structperc.crf.lbfgs import LBFGSTraining
 from structperc.crf.optimization import StopRequest
 from structperc.crf.semiring import get_semiring
 from structperc.crf.sgd import SGDTraining
+from structperc.distributed import SERIAL, Group
 from structperc.learn.base import Learner
 from structperc.model.updates import Updater
-from structperc.train import FitResult, FitSettings
+from structperc.train import FitResult, FitSettings, rank_shard
 
 
 @dataclass
@@ -78,7 +84,13 @@ class CRF(Learner):
         get_semiring(self.semiring)
 
     def fit(
-        self, structure, updater: Updater, data, settings: FitSettings, on_epoch=None
+        self,
+        structure,
+        updater: Updater,
+        data,
+        settings: FitSettings,
+        on_epoch=None,
+        group: Group | None = None,
     ) -> FitResult:
         """Train ``updater.weights`` in place on the documents of ``data`` (``ChainData``).
 
@@ -86,9 +98,18 @@ class CRF(Learner):
         ``EpochLog`` carries ``extra = {"objective", "nll", ...}``.  Of ``settings`` it reads
         ``max_epochs`` (the iteration limit, with ``max_iterations``), ``seed`` (SGD's order),
         ``device`` and ``progress``; its own ``tol`` and ``patience`` apply, and training starts
-        from the current weights with a fresh L-BFGS memory.
+        from the current weights with a fresh L-BFGS memory.  With a parallel ``group`` this
+        rank trains on its shard of ``data`` (L-BFGS only).
         """
         self._validate()
+        group = group or SERIAL
+        if group.parallel:
+            if self.optimizer != "lbfgs":
+                raise ValueError(
+                    "learner.optimizer=sgd does not run distributed (its updates are online); "
+                    "use learner.optimizer=lbfgs or distributed=none"
+                )
+            data = data.subset(rank_shard(data, group))
         limit = min(self.max_iterations, settings.max_epochs)
         optimization = LBFGSTraining if self.optimizer == "lbfgs" else SGDTraining
         with StopRequest() as stop:
@@ -99,6 +120,7 @@ class CRF(Learner):
                 data.labels,
                 settings.seed,
                 settings.device,
-                settings.progress,
+                settings.progress and group.is_main,
+                group=group,
             )
             return run.fit(limit, on_epoch, stop)

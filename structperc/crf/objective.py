@@ -24,6 +24,7 @@ from torch import Tensor
 from structperc.crf.adapter import nll
 from structperc.crf.lookup import TransposedIndex, lookup
 from structperc.crf.semiring import get_semiring
+from structperc.distributed import SERIAL, Group
 from structperc.features.extract import FeatureMatrix
 from structperc.model.batch import FeatureBatch, make_batch
 from structperc.model.weights import ChainWeights, chain_potentials
@@ -154,11 +155,14 @@ def full_objective(
     features: FeatureMatrix,
     index: TransposedIndex,
     buckets: list[Bucket],
+    group: Group = SERIAL,
 ) -> tuple[float, float, list[Tensor], int]:
     """f(w), sum_d nll_d, [grad_node [F, L], grad_edge [F, L*L]], posterior token errors.
 
     One lookup over all training tokens; per bucket, the DP and its backward pass into the
     token scores; one transposed lookup for the table gradients; the prior added in closed form.
+    On several ranks (``group``) ``features`` are this rank's shard: the sums over documents
+    (nll, gradient, errors) are all-reduced before the prior is added, once.
     """
     L = weights.num_labels
     dtype = dtype_of(learner.dtype)
@@ -180,12 +184,13 @@ def full_objective(
         total += float(loss.detach())
         errors += posterior_errors(s.grad[:, :L], bucket.labels)
     torch.autograd.backward([token_node, token_edge], [grad_scores[:, :L], grad_scores[:, L:]])
-    grads = []
+    grads = [leaf.grad.to_dense() if leaf.grad.is_sparse else leaf.grad for leaf in leaves]
+    group.all_sum_(*grads)
+    total, errors = group.all_sum(total, errors)
+    errors = int(errors)
     sq = 0.0
-    for w, leaf in zip(tables, leaves, strict=True):
-        g = leaf.grad.to_dense() if leaf.grad.is_sparse else leaf.grad
+    for w, g in zip(tables, grads, strict=True):
         g.add_(w, alpha=1.0 / learner.sigma2)
-        grads.append(g)
         sq += float(torch.dot(w.view(-1), w.view(-1)))
     return total + sq / (2.0 * learner.sigma2), total, grads, errors
 

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 
 from structperc.crf.objective import Bucket, CRFSettings, features_cpu, make_buckets
+from structperc.distributed import SERIAL, Group
 from structperc.model.weights import ChainWeights
 from structperc.progress import bar
 from structperc.train import Convergence, EpochLog, FitResult
@@ -79,12 +80,21 @@ class Optimization:
     bar_label: str | None = None  # a progress bar over the iterations, under this label
 
     def __init__(
-        self, learner: CRFSettings, weights: ChainWeights, features, labels, seed, device, progress
+        self,
+        learner: CRFSettings,
+        weights: ChainWeights,
+        features,
+        labels,
+        seed,
+        device,
+        progress,
+        group: Group = SERIAL,
     ):
         self.t_start = time.perf_counter()
         self.learner, self.weights = learner, weights
         self.features, self.labels = features, labels
         self.seed, self.device, self.progress = seed, device, progress
+        self.group = group  # the ranks whose shards (``features``) make up the training set
 
     def training_buckets(self, budget: int, *, with_index: bool) -> list[Bucket]:
         """``make_buckets`` of the training documents, ``budget`` padded tokens each."""
@@ -107,7 +117,7 @@ class Optimization:
         convergence = Convergence(self.learner.tol, self.learner.patience)
         history: list[EpochLog] = []
         stopped_by = "max_epochs"
-        n_tokens = self.features.num_tokens
+        n_tokens = int(self.group.all_sum(self.features.num_tokens)[0])
         k = 0
         hide = not self.progress or self.bar_label is None
         shown = bar(range(1, limit + 1), enabled=not hide, desc=self.bar_label, unit="it")

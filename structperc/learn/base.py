@@ -70,8 +70,9 @@ class Learner:
         """One online update on one instance (``structure.instance``); gold is its labeling."""
         raise NotImplementedError(f"{type(self).__name__} is not an online learner")
 
-    def fit(self, structure, updater: Updater, data, settings, on_epoch=None):
-        """Train on all of ``data`` at once (``online = False``); returns a ``train.FitResult``."""
+    def fit(self, structure, updater: Updater, data, settings, on_epoch=None, group=None):
+        """Train on all of ``data`` at once (``online = False``); returns a ``train.FitResult``.
+        ``group``: the ``distributed.Group`` training together (None: this process alone)."""
         raise NotImplementedError(f"{type(self).__name__} trains online: use train.fit")
 
     @property

@@ -115,6 +115,8 @@ class Updater:
         self.seen = 0  # instances completed
         self.sums = {n: torch.zeros_like(t) for n, t in weights.tables().items()} if average else {}
         self.history: list[tuple[int, SparseDelta]] | None = [] if record else None
+        # (table, flat indices) of every update while a list: parameter mixing reads it
+        self.journal: list[tuple[str, Tensor]] | None = None
 
     @torch.no_grad()
     def apply(self, delta: SparseDelta, scale: float = 1.0) -> None:
@@ -124,6 +126,8 @@ class Updater:
             self.history.append((self.seen, delta if scale == 1.0 else delta.scaled(scale)))
         for name, (index, vals) in delta.parts.items():
             tables[name].view(-1).index_add_(0, index, vals, alpha=scale)
+            if self.journal is not None:
+                self.journal.append((name, index))
             if self.average and self.seen:
                 self.sums[name].view(-1).index_add_(0, index, vals, alpha=scale * self.seen)
 

@@ -111,10 +111,12 @@ class RankBoost(Learner):
         self.tol, self.patience = tol, patience
 
     def fit(
-        self, structure, updater: Updater, data, settings: FitSettings, on_epoch=None
+        self, structure, updater: Updater, data, settings: FitSettings, on_epoch=None, group=None
     ) -> FitResult:
         """Boost on the units of ``data`` (``RankingData`` with references); the weights go into
-        ``updater.weights``'s "base" and "global" tables."""
+        ``updater.weights``'s "base" and "global" tables.  One process only (``group``)."""
+        if group is not None and group.parallel:
+            raise ValueError("boosting runs in one process; use distributed=none")
         t_start = time.perf_counter()
         problem = BoostingProblem.build(data, structure.weights.global_.num_embeddings)
         tables = updater.weights.tables()

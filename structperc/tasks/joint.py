@@ -32,6 +32,7 @@ from structperc.data.label_chunk import (
     pos_labels,
     to_tags,
 )
+from structperc.distributed import SERIAL, Group
 from structperc.eval.chunks import evaluate
 from structperc.features.part_features import PartFeatures
 from structperc.io import atomic_write_text
@@ -109,9 +110,11 @@ def run_joint(
     hparams: dict | None = None,
     checkpoint: bool = True,
     resume: bool = False,
+    group: Group = SERIAL,
 ) -> dict:
     """Train the joint model on ``corpus["train"]`` for the epochs of ``settings``, evaluate on
-    ``corpus["test"]``; returns the results."""
+    ``corpus["test"]``; returns the results.  On several ranks (``group``) each trains on its
+    shard of the sentences and rank 0 alone evaluates and writes; the others return {}."""
     torch.manual_seed(settings.seed)
     device = settings.device
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -127,7 +130,7 @@ def run_joint(
     weights = LabelChunkWeights(features.num_features, maximal_outside=maximal_outside).to(device)
     structure = LabelChunkStructure(weights)
     updater = Updater(weights, average=learner.average)
-    monitor = Monitor(out_dir / "tb")
+    monitor = Monitor(out_dir / "tb" if group.is_main else None)
     name = paper_name(learner)
     log.info(
         "joint %s: %d training / %d test sentences, features %s",
@@ -154,15 +157,23 @@ def run_joint(
     signature = {"pos_tags": list(POS_TAGS), "chunk_tags": list(CHUNK_TAGS)}
     hooks = {
         "on_epoch": epoch_reporter(
-            monitor, updater, eval_every, "test", lambda: evaluate_test()[0], TEST_RECORDED
+            monitor,
+            updater,
+            eval_every if group.is_main else 0,
+            "test",
+            lambda: evaluate_test()[0],
+            TEST_RECORDED,
         ),
         "on_epoch_start": back_off,
         "checkpoint": Checkpoint(out_dir / "checkpoint", signature) if checkpoint else None,
         "resume": resume,
+        "group": group,
     }
     result = fit(learner, structure, updater, data["train"], settings, **hooks)
     structure.trainable = None
     updater.finalize()
+    if not group.is_main:
+        return {}
     (test_scores, pos, np), decode_seconds = timed(evaluate_test)
     if write_test_predictions:
         write_predictions(out_dir / "test.pred.txt", test, pos, np)
@@ -183,6 +194,7 @@ def run_joint(
         "history": history_rows(result.history),
         "hparams": hparams or {},
         "resumed_from_epoch": result.resumed_from,
+        "world_size": group.world,
     }
     finish(out_dir, monitor, results, {f"test_{k}": v for k, v in test_scores.items()})
     log_test(out_dir, test_scores)

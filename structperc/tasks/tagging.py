@@ -27,6 +27,7 @@ from structperc.checkpoint import Checkpoint
 from structperc.data.conll import write_conll
 from structperc.data.document import Document
 from structperc.data.tags import encode_labels, label_set
+from structperc.distributed import SERIAL, Group
 from structperc.eval.chunks import ChunkScores, evaluate
 from structperc.features.cache import extract_features
 from structperc.features.document import NonLocalFeatures
@@ -106,14 +107,20 @@ def run_tagging(
     doc_features: NonLocalFeatures | None = None,
     n_test: int = 100,
     constraints: str = "none",
+    group: Group = SERIAL,
 ) -> dict:
     """Train on ``corpus["train"]`` for the epochs of ``settings``, evaluate on dev/test, write
-    results; returns the results."""
+    results; returns the results.
+
+    On several ranks (``group``) every rank trains on its shard (``train.fit``); rank 0 alone
+    builds the feature cache first, evaluates, and writes the run's files; the others return {}.
+    """
     t_job = time.perf_counter()
     device = settings.device
     torch.manual_seed(settings.seed)
     out_dir.mkdir(parents=True, exist_ok=True)
-    features, mats, feat_seconds, hit = extract_features(features, corpus, cache_dir, cache_key)
+    with group.main_first():  # rank 0 builds the cache, the others read it
+        features, mats, feat_seconds, hit = extract_features(features, corpus, cache_dir, cache_key)
     labels = label_set(corpus["train"])
     data = {s: ChainData(mats[s], documents=docs) for s, docs in corpus.items()}
     data["train"].labels = encode_labels(corpus["train"], labels)
@@ -129,7 +136,7 @@ def run_tagging(
     )
     weights = structure.weights.to(device)
     updater = Updater(weights, average=learner.average)
-    monitor = Monitor(out_dir / "tb")
+    monitor = Monitor(out_dir / "tb" if group.is_main else None)
     eval_split = "dev" if "dev" in corpus else "test"
     log.info(
         "%d features, %d labels, %d training documents (%d tokens); learner %s",
@@ -147,13 +154,14 @@ def run_tagging(
         s, _ = score_predictions(labels, corpus[eval_split], decode(eval_split, during_training))
         return {"f1": s.f1, "precision": s.precision, "recall": s.recall}
 
-    report = epoch_reporter(
-        monitor, updater, eval_every, eval_split, evaluate_during_training, ("f1",)
-    )
+    every = eval_every if group.is_main else 0
+    report = epoch_reporter(monitor, updater, every, eval_split, evaluate_during_training, ("f1",))
     checkpoints = Checkpoint(out_dir / "checkpoint", {"labels": labels}) if checkpoint else None
-    hooks = {"on_epoch": report, "checkpoint": checkpoints, "resume": resume}
+    hooks = {"on_epoch": report, "checkpoint": checkpoints, "resume": resume, "group": group}
     result = fit(learner, structure, updater, data["train"], settings, **hooks)
     updater.finalize()
+    if not group.is_main:
+        return {}
 
     results: dict = {
         "epochs": result.epochs,
@@ -165,6 +173,7 @@ def run_tagging(
         "feature_cache_hit": hit,
         "num_features": features.num_features,
         "labels": labels,
+        "world_size": group.world,
     }
     for split in ("dev", "test"):
         if split not in corpus:

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The runs behind experiments/distributed/README.md: full CoNLL-2003, 1, 2 and 4 ranks under
+# torchrun on one machine (4 ranks oversubscribe a 2-core machine: accuracy only, not speed).
+#   bash experiments/distributed/run.sh            # everything (hours on 2 cores)
+#   bash experiments/distributed/run.sh margin     # one family: margin | proposed | crf
+# A run that is interrupted resumes from its per-epoch checkpoint when started again.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+R=experiments/distributed/runs
+TORCHRUN="${TORCHRUN:-.venv/bin/torchrun}"
+S="distributed=torch trainer.progress=false write_predictions=false save_model=false"
+
+run() {  # run NAME RANKS OVERRIDES...
+  local name=$1 n=$2
+  shift 2
+  local dir=$R/${name}_r$n
+  if [ -f "$dir/results.json" ]; then echo "done: $dir"; return; fi
+  local resume=""
+  if [ -f "$dir/checkpoint/checkpoint.json" ]; then resume="trainer.resume=true"; fi
+  mkdir -p "$dir"
+  "$TORCHRUN" --standalone --nproc-per-node="$n" -m structperc.run "$@" $S $resume \
+    hydra.run.dir="$dir" > "$dir/torchrun.log" 2>&1
+  rm -rf "$dir/checkpoint" "$dir/tb"
+}
+
+for family in "${@:-margin proposed crf}"; do
+  for f in $family; do
+    case $f in
+      margin) for n in 1 2 4; do run margin $n +experiment=conll03_local learner=margin; done ;;
+      proposed) for n in 1 2 4; do run proposed $n +experiment=conll03_nonlocal; done ;;
+      crf) for n in 1 2; do run crf $n +experiment=conll03_crf learner.sigma2=100; done ;;
+      *) echo "unknown family $f (margin | proposed | crf)"; exit 2 ;;
+    esac
+  done
+done

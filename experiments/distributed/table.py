@@ -1,0 +1,122 @@
+"""The distributed-training tables, from the runs' own files (``run.sh``, ``speed.py``).
+
+python experiments/distributed/table.py --readme experiments/distributed/README.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from summarize import replace_section  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+RUNS = HERE / "runs"
+PERCEPTRONS = [("Margin perceptron, C = 1414", "margin"), ("Proposed (main job)", "proposed")]
+
+
+def load(name: str) -> dict | None:
+    f = RUNS / name / "results.json"
+    return json.loads(f.read_text()) if f.is_file() else None
+
+
+def settled_epoch(history: list[dict], final: float, within: float = 0.1) -> int | None:
+    """The first epoch from which the dev F1 stays within ``within`` of ``final``."""
+    f1 = [h.get("dev_f1") for h in history]
+    if any(v is None for v in f1):
+        return None
+    for k in range(len(f1)):
+        if all(abs(v - final) <= within for v in f1[k:]):
+            return history[k]["epoch"]
+    return None
+
+
+def perceptrons() -> str:
+    lines = [
+        "| method | ranks | dev F1 | test F1 | dev Δ | test Δ | epochs (stopped by) "
+        "| dev F1 settled (±0.1) at | training s | mixing s / epoch |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+    ]
+    for label, name in PERCEPTRONS:
+        base = load(f"{name}_r1")
+        for n in (1, 2, 4):
+            r = load(f"{name}_r{n}")
+            if r is None:
+                lines.append(f"| {label} | {n} | – | – | – | – | – | – | – | – |")
+                continue
+            dev, test = r["dev"]["f1"], r["test"]["f1"]
+            d_dev = f"{dev - base['dev']['f1']:+.2f}" if base else "–"
+            d_test = f"{test - base['test']['f1']:+.2f}" if base else "–"
+            settled = settled_epoch(r["history"], dev)
+            mix = [h.get("mix_seconds", 0.0) for h in r["history"]]
+            lines.append(
+                f"| {label} | {n} | {dev:.2f} | {test:.2f} | {d_dev} | {d_test} "
+                f"| {r['epochs']} ({r['stopped_by']}) | {settled if settled else '–'} "
+                f"| {r['train_seconds'] + r.get('bpm_seconds', 0.0):,.0f} "
+                f"| {statistics.median(mix):.2f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def crf() -> str:
+    lines = [
+        "| ranks | iterations (stopped by) | final objective | relative to 1 rank | dev F1 "
+        "| test F1 | training s | s / iteration |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    base = load("crf_r1")
+    for n in (1, 2):
+        r = load(f"crf_r{n}")
+        if r is None:
+            lines.append(f"| {n} | – | – | – | – | – | – | – |")
+            continue
+        f = r["history"][-1]["objective"]
+        rel = abs(f - base["history"][-1]["objective"]) / abs(base["history"][-1]["objective"])
+        per = statistics.median(h["seconds"] for h in r["history"])
+        lines.append(
+            f"| {n} | {r['epochs']} ({r['stopped_by']}) | {f:.6g} | {rel:.1e} "
+            f"| {r['dev']['f1']:.2f} | {r['test']['f1']:.2f} | {r['train_seconds']:,.0f} "
+            f"| {per:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def speed() -> str:
+    f = HERE / "speed.json"
+    if not f.is_file():
+        return "(run speed.py)\n"
+    s = json.loads(f.read_text())
+    lines = [
+        "| training | 1 rank, s / epoch | 2 ranks, s / epoch | of which mixing | speed-up "
+        "| speed-up per round |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    names = {"margin": "margin perceptron", "proposed": "proposed (no BPM)", "crf": "CRF, L-BFGS"}
+    for fam, row in s["families"].items():
+        rounds = ", ".join(f"{r['speedup']:.2f}" for r in row["rounds"])
+        lines.append(
+            f"| {names.get(fam, fam)} | {row['median_epoch_seconds_r1']:.2f} "
+            f"| {row['median_epoch_seconds_r2']:.2f} | {row['median_mix_seconds_r2']:.2f} "
+            f"| {row['median_speedup']:.2f}× | {rounds} |"
+        )
+    lines.append("")
+    lines.append(f"Medians over {s['rounds']} rounds on {s['cpu_count']} cores.")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--readme", type=Path, help="README to update (perceptrons, crf, speed)")
+    args = ap.parse_args()
+    for name, text in (("perceptrons", perceptrons()), ("crf", crf()), ("speed", speed())):
+        print(f"## {name}\n\n{text}")
+        if args.readme:
+            replace_section(args.readme, name, text)
+
+
+if __name__ == "__main__":
+    main()
