@@ -482,3 +482,79 @@ def test_model_save_load_round_trip(tmp_path, synthetic, synthetic_gazetteer):
     (tmp_path / "model" / "model.json").write_text(json.dumps(meta))
     with pytest.raises(ValueError, match="format"):
         load_model(tmp_path / "model")
+
+
+def test_model_files_store_only_the_non_zero_weights_and_old_dense_files_load(
+    tmp_path, synthetic, synthetic_gazetteer
+):
+    from safetensors.torch import load_file, save_file
+
+    from structperc.io import file_digest
+
+    lf = fitted_synthetic(synthetic, synthetic_gazetteer)
+    labels = ["O", "B-LOC", "I-LOC"]
+    weights = ChainWeights(lf.num_features, labels)
+    with torch.no_grad():  # a few non-zero entries, as training leaves most of a table
+        weights.node.weight[3, 1] = 2.5
+        weights.node.weight[7] = -1.0
+        weights.edge.weight[5, 4] = 0.25
+    save_model(tmp_path / "sparse", weights, lf)
+    stored = load_file(tmp_path / "sparse" / "model.safetensors")
+    assert stored["weights.node.index"].tolist() == [3 * 3 + 1, 7 * 3, 7 * 3 + 1, 7 * 3 + 2]
+    assert stored["weights.edge.values"].tolist() == [0.25]
+    w2, _, _ = load_model(tmp_path / "sparse")
+    for n, t in weights.tables().items():
+        assert torch.equal(w2.tables()[n], t)
+    # format 1 wrote every table dense; such a model still loads
+    dense = {k: v for k, v in stored.items() if not k.startswith("weights.")}
+    dense.update({f"weights.{n}": t.detach() for n, t in weights.tables().items()})
+    old = tmp_path / "dense"
+    old.mkdir()
+    save_file(dense, old / "model.safetensors")
+    meta = json.loads((tmp_path / "sparse" / "model.json").read_text())
+    del meta["tables"]
+    meta["format"] = "structperc.chain/1"
+    meta["tensors"] = {"file": "model.safetensors", **file_digest(old / "model.safetensors")}
+    (old / "model.json").write_text(json.dumps(meta))
+    w3, _, _ = load_model(old)
+    for n, t in weights.tables().items():
+        assert torch.equal(w3.tables()[n], t)
+    assert (old / "model.safetensors").stat().st_size > 5 * (
+        tmp_path / "sparse" / "model.safetensors"
+    ).stat().st_size
+
+
+def test_trigram_templates_fire_inside_the_document_and_share_ids():
+    lf = LocalFeatures(
+        attributes=("w",),
+        window=0,
+        bigram_attributes=(),
+        trigram_attributes=("w",),
+        gazetteer="none",
+        min_count=1,
+    )
+    names = [template_name(t) for t in lf.templates]
+    assert names[-4:] == ["w[-2]|w[-1]|w[0]", "w[-1]|w[0]|w[1]", "w[0]|w[1]|w[2]", "w[1]|w[2]"]
+    train = [doc("a b c a b c")]
+    X = lf.fit(train).transform(train)
+    per_token = [X.ids[X.offsets[i] : X.offsets[i + 1]].tolist() for i in range(6)]
+    # bias + w[0] + the trigram templates whose positions lie inside the document
+    assert [len(t) for t in per_token] == [4, 5, 6, 6, 4, 3]
+    # "a b c" ending at tokens 2 and 5 is one feature; "b c a" / "c a b" are others
+    assert per_token[2][2] == per_token[5][2]
+    assert len(set(per_token[2][2:])) == 4
+
+
+def test_a_trigram_of_too_many_values_is_refused():
+    lf = LocalFeatures(
+        attributes=("w",),
+        window=0,
+        bigram_attributes=(),
+        trigram_attributes=("w",),
+        gazetteer="none",
+        min_count=1,
+    )
+    lf.fit([doc("a b c")])
+    lf.vocab.values["w"] = [str(i) for i in range(20_000)]  # as if: 20,000^3 > 2^42 codes
+    with pytest.raises(ValueError, match="exceed the 2\\^42 feature keys"):
+        lf.transform([doc("a b c")])

@@ -156,11 +156,22 @@ class Vocabulary:
                 yield np.zeros(n, dtype=np.int64)
             elif len(template) == 1:
                 yield shifted(*template[0])
-            else:
-                (a1, o1), (a2, o2) = template
-                c1, c2 = shifted(a1, o1), shifted(a2, o2)
-                width = max(len(self.values[a2]), 1)
-                yield np.where((c1 >= 0) & (c2 >= 0), c1 * width + c2, -1)
+            else:  # mixed radix: ((c1 * |V2| + c2) * |V3| + c3) ...
+                (a1, o1), *rest = template
+                code = shifted(a1, o1)
+                valid = code >= 0
+                span = max(len(self.values[a1]), 1)
+                for a, o in rest:
+                    c = shifted(a, o)
+                    valid = valid & (c >= 0)
+                    width = max(len(self.values[a]), 1)
+                    code, span = code * width + c, span * width
+                if span >= 1 << KEY_SHIFT:
+                    raise ValueError(
+                        f"template {template}: {span} value combinations exceed the 2^{KEY_SHIFT} "
+                        "feature keys; use attributes with fewer values (e.g. pos, not w)"
+                    )
+                yield np.where(valid, code, -1)
 
     # -- persistence ------------------------------------------------------------------------
     def state(self) -> tuple[dict, dict[str, torch.Tensor]]:

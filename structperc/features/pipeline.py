@@ -38,6 +38,8 @@ class LocalFeatures:
         attributes: token attributes used as unigrams (``attributes.TABLE1`` by default).
         window: unigram offsets -window..+window.
         bigram_attributes: attributes used as adjacent-pair bigrams.
+        trigram_attributes: attributes used as trigrams (``templates.TRIGRAM_OFFSETS``; the
+            chunker's POS trigrams).
         gazetteer: ``none``, ``naive`` or ``jackknife`` (see ``gazetteer.py``).
         gazetteer_path: the ``TYPE word ...`` list; required unless ``gazetteer=none``.
         gazetteer_types: attribute name -> entity type, e.g. ``{"go": "ORG"}``.
@@ -73,6 +75,7 @@ class LocalFeatures:
         edges: bool = True,
         tags: str = "given",
         tagger: str | None = None,
+        trigram_attributes: tuple[str, ...] | list[str] = (),
     ):
         if gazetteer not in MODES:
             raise ValueError(f"features.gazetteer must be one of {MODES}, got {gazetteer!r}")
@@ -87,7 +90,8 @@ class LocalFeatures:
             raise ValueError(f"unknown attributes {sorted(unknown)}; known: {TABLE1}")
         used = [a for a in attributes if a in TABLE1] + sorted(gaz_names)
         bigrams = tuple(a for a in bigram_attributes if a in TABLE1 or a in gaz_names)
-        self.templates = make_templates(tuple(used), window, bigrams)
+        trigrams = tuple(a for a in trigram_attributes if a in TABLE1 or a in gaz_names)
+        self.templates = make_templates(tuple(used), window, bigrams, trigrams)
         self.window = window
         self.min_count = min_count
         self.entries: Entries = {}

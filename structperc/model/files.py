@@ -2,11 +2,20 @@
 feature settings and vocabulary, run metadata, the size and sha256 of the tensor file).  Loading
 checks the tensor file against them, so a truncated or damaged file is reported by name, and
 reads tensors and JSON only: no pickle, no code.
+
+The tables are stored sparse (format 2): for each table its non-zero entries as flat indices
+(``weights.<name>.index``, int32 while the table has fewer than 2^31 entries) and values
+(``weights.<name>.values``), its shape in the JSON; loading writes them into zero tables.  Most
+of a table is never updated (the main job keeps 2.3 M of its 27.9 M weights), so the file is a
+fifth of the dense one.  Dense files (format 1: ``weights.<name>``) still load.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import torch
+from torch import Tensor
 
 from structperc.features.pipeline import LocalFeatures
 from structperc.io import (
@@ -19,7 +28,34 @@ from structperc.io import (
 )
 from structperc.model.weights import ChainWeights
 
-FORMAT = "structperc.chain/1"
+FORMAT = "structperc.chain/2"
+FORMATS = ("structperc.chain/1", FORMAT)  # 1: dense tables
+
+
+def sparse_tables(tables: dict[str, Tensor]) -> tuple[dict[str, Tensor], dict[str, list[int]]]:
+    """The non-zero entries of each table (flat index, value) and the tables' shapes."""
+    tensors, shapes = {}, {}
+    for name, table in tables.items():
+        flat = table.detach().reshape(-1)
+        index = torch.nonzero(flat).squeeze(1)
+        dtype = torch.int32 if flat.numel() < 2**31 else torch.int64
+        tensors[f"weights.{name}.index"] = index.to(dtype)
+        tensors[f"weights.{name}.values"] = flat[index]
+        shapes[name] = list(table.shape)
+    return tensors, shapes
+
+
+def fill_tables(tables: dict[str, Tensor], tensors: dict[str, Tensor], shapes: dict, path) -> None:
+    """Write the stored entries into ``tables`` (zeroed first); ValueError on a shape mismatch."""
+    for name, table in tables.items():
+        if shapes.get(name) != list(table.shape):
+            raise ValueError(
+                f"{path}: table {name!r} has shape {shapes.get(name)}, the model needs "
+                f"{list(table.shape)}"
+            )
+        flat = table.data.view(-1)
+        flat.zero_()
+        flat[tensors[f"weights.{name}.index"].long()] = tensors[f"weights.{name}.values"]
 
 
 def save_model(
@@ -35,7 +71,7 @@ def save_model(
     """
     directory = Path(directory)
     meta, vocab_tensors = features.state()
-    tensors = {f"weights.{n}": t for n, t in weights.tables().items()}
+    tensors, shapes = sparse_tables(weights.tables())
     tensors.update({f"vocab.{n}": t for n, t in vocab_tensors.items()})
     atomic_save_tensors(directory / "model.safetensors", tensors)
     digest = file_digest(directory / "model.safetensors")
@@ -47,6 +83,7 @@ def save_model(
             "labels": weights.labels,
             "edges": weights.edges,
             "tensors": {"file": "model.safetensors", **digest},
+            "tables": shapes,
             "features": meta,
             "info": info or {},
             **doc,
@@ -66,8 +103,8 @@ def load_model(directory: str | Path) -> tuple[ChainWeights, LocalFeatures, dict
     if not meta_path.is_file():
         raise FileNotFoundError(f"no model.json in {directory}: not a structperc model directory")
     meta = read_json(meta_path)
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{meta_path}: format {meta.get('format')!r}, expected {FORMAT!r}")
+    if meta.get("format") not in FORMATS:
+        raise ValueError(f"{meta_path}: format {meta.get('format')!r}, expected one of {FORMATS}")
     if "tensors" in meta:  # models written before the digest load unchecked
         check_digest(directory / meta["tensors"]["file"], meta["tensors"])
     tensors = load_tensors(directory / "model.safetensors")
@@ -80,11 +117,16 @@ def load_model(directory: str | Path) -> tuple[ChainWeights, LocalFeatures, dict
         from structperc.model.document_weights import DocumentWeights
 
         doc_features = NonLocalFeatures.from_state(meta["document_features"])
-        num_global = len(tensors["weights.global"])
+        num_global = (
+            meta["tables"]["global"][0] if "tables" in meta else len(tensors["weights.global"])
+        )
         weights = DocumentWeights(features.num_features, meta["labels"], num_global, edges)
         info["document_features"] = doc_features
     else:
         weights = ChainWeights(features.num_features, meta["labels"], edges)
-    for name, table in weights.tables().items():
-        table.data.copy_(tensors[f"weights.{name}"])
+    if "tables" in meta:
+        fill_tables(weights.tables(), tensors, meta["tables"], directory / "model.safetensors")
+    else:  # format 1: dense tables
+        for name, table in weights.tables().items():
+            table.data.copy_(tensors[f"weights.{name}"])
     return weights, features, info
