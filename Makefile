@@ -14,7 +14,7 @@ ifeq ($(origin STRUCTPERC_DATA), undefined)
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run smoke test test-all bench bench-quick lint format tb clean
+.PHONY: help setup run smoke test test-all bench bench-quick profile lint format tb clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## .*$$' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
@@ -43,6 +43,9 @@ bench: $(STAMP) ## Every speed row (vs CRFsuite, n-best, CRF, proposed, label-ch
 
 bench-quick: $(STAMP) ## The same benchmark on small slices (~2 min, checks the plumbing); writes experiments/bench/quick/
 	$(PY) experiments/bench/bench.py --quick
+
+profile: $(STAMP) ## Profile a perceptron epoch, a proposed epoch, a CRF iteration (~5 min); experiments/bench/profile.json + README
+	$(PY) experiments/bench/profile_bench.py
 
 lint: $(STAMP) ## ruff check and format check
 	$(VENV)/bin/ruff check structperc tests experiments

@@ -114,6 +114,18 @@ def local_features(cfg: DictConfig, data_dir: Path | None):
     return instantiate(fcfg), fcfg
 
 
+def extraction_settings(fcfg: dict) -> dict:
+    """The feature settings that decide the feature ids (the cache key's): ``edges`` is the
+    model's, not the ids', and the tagger's columns enter through its files; an empty
+    ``gazetteers`` or ``trigram_attributes`` is left out, so runs keep the key they had before
+    those settings existed."""
+    out = {k: v for k, v in fcfg.items() if k not in ("edges", "tags", "tagger")}
+    for optional in ("gazetteers", "trigram_attributes"):
+        if optional in out and not out[optional]:
+            del out[optional]
+    return out
+
+
 def tagging_inputs(cfg: DictConfig, data_dir: Path | None) -> tuple[dict, object, dict]:
     """(corpus, local features, their cache key) of a CoNLL-2003 task; with
     ``features.tags=auto`` the corpus's POS and chunk columns are the tagger's."""
@@ -122,8 +134,9 @@ def tagging_inputs(cfg: DictConfig, data_dir: Path | None) -> tuple[dict, object
     files = [data_dir / cfg.data.name / f"{s}.txt" for s in corpus] if data_dir else []
     if fcfg.get("gazetteer") != "none" and fcfg.get("gazetteer_path"):
         files.append(Path(fcfg["gazetteer_path"]))
-    # edges is the model's, not the ids'; the tagger's columns enter through its files
-    extraction = {k: v for k, v in fcfg.items() if k not in ("edges", "tags", "tagger")}
+    extraction = extraction_settings(fcfg)
+    if getattr(features, "gazetteers", ()):  # their lists change with their packages' versions
+        extraction["gazetteer_versions"] = features.gazetteer_versions
     if features.tags == "auto":
         tagger = ColumnTagger.load(features.tagger)
         corpus = {s: tagger.fill(docs) for s, docs in corpus.items()}
@@ -243,10 +256,12 @@ def tagchunk(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
         fcfg.update(
             attributes=list(task[f"{part}_attributes"]),
             bigram_attributes=list(task[f"{part}_bigrams"]),
+            trigram_attributes=list(task.get(f"{part}_trigrams") or []),
             gazetteer="none",
+            gazetteers=[],
         )
         built[part] = instantiate(fcfg)
-        extraction = {k: v for k, v in fcfg.items() if k not in ("edges", "tags", "tagger")}
+        extraction = extraction_settings(fcfg)
         extraction["part"] = part
         keys[part] = feature_cache_key(extraction, files, cfg.data.max_docs) | {
             "dev_sentences": task.dev_sentences

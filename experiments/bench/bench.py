@@ -34,6 +34,8 @@ from the JSON by ``render``) next to this file, or under ``quick/`` with ``--qui
 replaces only the sections it names in the results.json already there (``merge``: the others are
 kept, and each section run later notes its own command, machine and commit), unless that file is
 of other data (another ``--quick`` slice): then it writes a results.json of those sections alone.
+A ``profile.json`` beside results.json (``profile_bench.py``, ``make profile``) is rendered as the
+README's last section (``write_readme``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ import crf_bench
 import dp_bench
 import nbest_bench
 import perceptron_bench
+import profile_bench
 import proposed_bench
 import rerank_bench
 from common import HERE, QUICK_DOCS, REPO, corpus_info, find_data_dir, load_corpus, log
@@ -115,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     out_dir = args.out or (HERE / "quick" if args.quick else HERE)
     if args.render_only:
         results = upgrade(json.loads((out_dir / "results.json").read_text()))
-        (out_dir / "README.md").write_text(render(results))
+        write_readme(out_dir, results)
         log(f"wrote {out_dir / 'README.md'}")
         return
 
@@ -171,10 +174,19 @@ def main(argv: list[str] | None = None) -> None:
         results = merge(out_dir / "results.json", results)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-    text = render(results)
-    (out_dir / "README.md").write_text(text)
-    print(text)
+    print(write_readme(out_dir, results))
     log(f"wrote {out_dir / 'results.json'} and README.md in {time.perf_counter() - t_start:.0f}s")
+
+
+def write_readme(out_dir: Path, results: dict) -> str:
+    """README.md of ``out_dir``: ``render(results)``, then the section of ``profile_bench.py``
+    rendered from the ``profile.json`` beside it, if there is one.  Returns the text."""
+    text = render(results)
+    profile = out_dir / "profile.json"
+    if profile.is_file():
+        text += "\n" + "\n".join(profile_bench.render(json.loads(profile.read_text())))
+    (out_dir / "README.md").write_text(text)
+    return text
 
 
 def merge(path: Path, results: dict) -> dict:

