@@ -91,16 +91,21 @@ def measure(data_dir: Path, folds: int) -> list[dict]:
         versions = ", ".join(f"{n} {v}" for n, v in source_versions(names).items())
         for split, docs in splits.items():
             row = coverage(docs, [entries] * len(docs))
-            rows.append({"source": label, "versions": versions, "split": split, "size": size, **row})
+            row.update(source=label, versions=versions, split=split, size=size)
+            rows.append(row)
     eng = read_gazetteer(data_dir / "conll2003" / "eng.list")
     train = splits["train"]
     jack = jackknife_entries(train, eng, folds)
     for split, docs in splits.items():
-        lists = [jack[i % folds] for i in range(len(docs))] if split == "train" else [eng] * len(docs)
+        if split == "train":  # document i is in fold i % folds (jackknife_entries)
+            lists = [jack[i % folds] for i in range(len(docs))]
+        else:
+            lists = [eng] * len(docs)
         label = f"eng.list ({'jackknife' if split == 'train' else 'whole list'})"
         size = sum(len(e) for e in eng.values())
         row = coverage(docs, lists)
-        rows.append({"source": label, "versions": "CoNLL-2003", "split": split, "size": size, **row})
+        row.update(source=label, versions="CoNLL-2003", split=split, size=size)
+        rows.append(row)
     return rows
 
 
