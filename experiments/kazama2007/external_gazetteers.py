@@ -136,9 +136,7 @@ def main() -> None:
         help="data folder (default: $STRUCTPERC_DATA, else ../shared/data)",
     )
     ap.add_argument("--folds", type=int, default=10, help="eng.list jackknife folds (default 10)")
-    ap.add_argument(
-        "--json", type=Path, default=Path(__file__).parent / "external_gazetteers.json"
-    )
+    ap.add_argument("--json", type=Path, default=Path(__file__).parent / "external_gazetteers.json")
     ap.add_argument("--readme", type=Path, help="README to update (section external_coverage)")
     args = ap.parse_args()
     try:
