@@ -51,7 +51,9 @@ def coverage(docs, lists) -> dict:
     tokens_covered = matches = exact = inside = 0
     indexes: dict[int, dict[str, EntryIndex]] = {}  # one index per distinct list (fold)
     for doc, entries in zip(docs, lists, strict=True):
-        index = indexes.setdefault(id(entries), {a: EntryIndex(e) for a, e in entries.items()})
+        if id(entries) not in indexes:
+            indexes[id(entries)] = {a: EntryIndex(e) for a, e in entries.items()}
+        index = indexes[id(entries)]
         gold = list(spans(doc.tags))
         found = [m for idx in index.values() for m in match_spans(idx, doc.tokens)]
         matched = set()
