@@ -4,11 +4,12 @@ against CRFsuite's L-BFGS on the same CoNLL-2003 data, and the final F1 of the f
 Both systems see the same surface features (CRFsuite's attribute strings are built from
 ``LocalFeatures``, ``common.attribute_lists``) and the same objective,
 -log-likelihood + ||w||^2 / (2 sigma^2) (CRFsuite: ``c2 = 1 / (2 sigma^2)``, ``c1 = 0``), both by
-L-BFGS.  The models differ: CRFsuite's crf1d has node features (attribute x label) and label
-transitions only; structperc's CRF also has an edge weight per (feature, previous label, label)
-(Kazama & Torisawa 2007, Table 1), i.e. L + L^2 = 90 weights per feature instead of L = 9, so it
-does about 10x the lookup work per token, and its forward-backward is torch-struct's O(N L^3)
-parallel scan instead of CRFsuite's O(N L^2) sequential recursion.
+L-BFGS.  CRFsuite's crf1d has node features (attribute x label) and label transitions only;
+structperc's CRF is run twice: with ``features.edges=false`` (``structperc_nodes``: the same model
+as CRFsuite's, L = 9 weights per feature plus an L x L transition matrix) and with the edge
+weight per (feature, previous label, label) of Kazama & Torisawa 2007, Table 1 (``structperc``:
+L + L^2 = 90 weights per feature, about 10x the lookup work per token).  Its forward-backward is
+torch-struct's O(N L^3) parallel scan instead of CRFsuite's O(N L^2) sequential recursion.
 
 Each system runs k iterations from zero weights in a fresh subprocess (CRFsuite is
 single-threaded); rounds alternate which goes first; the medians are over the iterations of all
@@ -54,7 +55,7 @@ from common import (
 )
 
 SCRIPT = Path(__file__).resolve()
-SYSTEMS = ("structperc", "crfsuite")
+SYSTEMS = ("structperc", "structperc_nodes", "crfsuite")
 DEFAULTS = {
     "iterations": 5,
     "repeats": 1,
@@ -66,7 +67,7 @@ DEFAULTS = {
 QUICK = {**DEFAULTS, "iterations": 3}
 
 
-def worker_structperc(cfg: dict) -> dict:
+def worker_structperc(cfg: dict, edges: bool = True) -> dict:
     from structperc.crf.learner import CRF
     from structperc.data.tags import encode_labels
     from structperc.model.updates import Updater
@@ -79,7 +80,8 @@ def worker_structperc(cfg: dict) -> dict:
     shared, feats, _, mats = load_shared_model(Path(cfg["model_dir"]))
     labels = shared.labels
     y = encode_labels(corpus["train"], labels)
-    weights = ChainWeights(feats.num_features, labels)  # from zero, as a CRF run starts
+    # from zero, as a CRF run starts; edges=False: node features + a transition matrix
+    weights = ChainWeights(feats.num_features, labels, edges=edges)
     structure = ChainStructure(weights)
     learner = CRF(sigma2=cfg["sigma2"], tol=0.0, semiring=cfg["semiring"], dtype=cfg["dtype"])
     sw = Stopwatch()
@@ -90,7 +92,7 @@ def worker_structperc(cfg: dict) -> dict:
         ChainData(mats["train"], y),
         FitSettings(max_epochs=cfg["iterations"], progress=False),
     )
-    out: dict = {"system": "structperc"}
+    out: dict = {"system": "structperc" if edges else "structperc_nodes"}
     out["train_total_s"] = sw.lap()[0]
     its = result.history
     out["iteration_s_all"] = [h.seconds for h in its]
@@ -103,8 +105,14 @@ def worker_structperc(cfg: dict) -> dict:
     pred = structure.predict(ChainData(mats["test"]))
     out["test_f1_after_k"] = test_f1(corpus["test"], [[labels[i] for i in p] for p in pred])
     out["peak_rss_mb"] = max_rss_mb()
-    log(f"crf structperc: {', '.join(f'{s:.2f}' for s in out['iteration_s_all'])} s/iteration")
+    times = ", ".join(f"{s:.2f}" for s in out["iteration_s_all"])
+    log(f"crf {out['system']}: {times} s/iteration")
     return out
+
+
+def worker_structperc_nodes(cfg: dict) -> dict:
+    """``worker_structperc`` with ``features.edges=false``: CRFsuite's model."""
+    return worker_structperc(cfg, edges=False)
 
 
 def worker_crfsuite(cfg: dict) -> dict:
@@ -157,7 +165,11 @@ def worker_crfsuite(cfg: dict) -> dict:
     return out
 
 
-WORKERS = {"structperc": worker_structperc, "crfsuite": worker_crfsuite}
+WORKERS = {
+    "structperc": worker_structperc,
+    "structperc_nodes": worker_structperc_nodes,
+    "crfsuite": worker_crfsuite,
+}
 
 
 def full_run(sigma2: float) -> dict | None:
@@ -182,6 +194,8 @@ def full_run(sigma2: float) -> dict | None:
 def summarize(rounds: list[dict]) -> dict:
     out = {}
     for system in SYSTEMS:
+        if any(system not in r for r in rounds):
+            continue
         its, cpus, evals = [], [], []
         for r in rounds:
             w = r[system]
@@ -199,22 +213,26 @@ def summarize(rounds: list[dict]) -> dict:
             "test_f1_after_k": last["test_f1_after_k"],
             "peak_rss_mb": median([r[system]["peak_rss_mb"] for r in rounds]),
         }
-    per_round = []
-    for r in rounds:
-        a = median(r["structperc"]["iteration_s_all"][1:])
-        b = median(r["crfsuite"]["iteration_s_all"][1:])
-        per_round.append(ratio("time", a, b))
-    out["ratio_per_round"] = per_round
-    out["ratio"] = median([x for x in per_round if x is not None])
-    cpu = [
-        ratio(
-            "time",
-            median(r["structperc"]["iteration_cpu_s_all"][1:]),
-            median(r["crfsuite"]["iteration_cpu_s_all"][1:]),
-        )
-        for r in rounds
-    ]
-    out["ratio_cpu"] = median([x for x in cpu if x is not None])
+    for system, suffix in (("structperc", ""), ("structperc_nodes", "_nodes")):
+        per_round = [
+            ratio(
+                "time",
+                median(r[system]["iteration_s_all"][1:]),
+                median(r["crfsuite"]["iteration_s_all"][1:]),
+            )
+            for r in rounds
+        ]
+        out[f"ratio{suffix}_per_round"] = per_round
+        out[f"ratio{suffix}"] = median([x for x in per_round if x is not None])
+        cpu = [
+            ratio(
+                "time",
+                median(r[system]["iteration_cpu_s_all"][1:]),
+                median(r["crfsuite"]["iteration_cpu_s_all"][1:]),
+            )
+            for r in rounds
+        ]
+        out[f"ratio{suffix}_cpu"] = median([x for x in cpu if x is not None])
     return out
 
 
@@ -247,15 +265,27 @@ def run(cfg: dict) -> dict:
 def headline(section: dict) -> list[dict]:
     s = section["summary"]
     sp, cs = s["structperc"], s["crfsuite"]
-    rows = [
+    rows = []
+    if "structperc_nodes" in s:
+        rows.append(
+            {
+                "measure": "CRF, seconds per L-BFGS iteration, features.edges=false "
+                "(CRFsuite's model)",
+                "structperc": fmt(s["structperc_nodes"]["iteration_s"]),
+                "peer": f"CRFsuite {fmt(cs['iteration_s'])}",
+                "ratio": ratio_words("time", s["ratio_nodes"]),
+                "ratio_cpu": ratio_words("time", s.get("ratio_nodes_cpu")),
+            }
+        )
+    rows.append(
         {
-            "measure": "CRF, seconds per L-BFGS iteration",
+            "measure": "CRF, seconds per L-BFGS iteration, edge features (Kazama's Table 1)",
             "structperc": fmt(sp["iteration_s"]),
             "peer": f"CRFsuite {fmt(cs['iteration_s'])}",
             "ratio": ratio_words("time", s["ratio"]),
             "ratio_cpu": ratio_words("time", s.get("ratio_cpu")),
         }
-    ]
+    )
     run_ = section.get("structperc_full_run")
     if run_:
         rows.append(
@@ -271,9 +301,15 @@ def headline(section: dict) -> list[dict]:
     return rows
 
 
+def versus(kind: str, a: dict, b: dict, key: str) -> str:
+    """``ratio_words`` of a[key] against b[key] (empty when either is missing)."""
+    return ratio_words(kind, ratio(kind, a.get(key), b.get(key)))
+
+
 def render(section: dict) -> list[str]:
     s, cfg = section["summary"], section["config"]
     sp, cs = s.get("structperc", {}), s.get("crfsuite", {})
+    sn = s.get("structperc_nodes", {})
 
     def cell(system: dict, key: str, spec: str = "{:.2f}") -> str:
         v = system.get(key)
@@ -288,26 +324,33 @@ def render(section: dict) -> list[str]:
         "medians over all iterations but the first of each round (both systems spend extra "
         f"line-search evaluations there); {section['wall_seconds']:.0f} s in all.",
         "",
-        "| measure | structperc CRF | CRFsuite L-BFGS | structperc vs CRFsuite |",
-        "|---|---:|---:|---:|",
-        f"| seconds per L-BFGS iteration (wall) | {cell(sp, 'iteration_s')} | "
-        f"{cell(cs, 'iteration_s')} | {ratio_words('time', s.get('ratio'))} |",
-        f"| CPU seconds per L-BFGS iteration | {cell(sp, 'iteration_cpu_s')} | "
-        f"{cell(cs, 'iteration_cpu_s')} | {ratio_words('time', s.get('ratio_cpu'))} |",
-        f"| seconds per objective+gradient evaluation | {cell(sp, 'evaluation_s')} | "
-        f"{cell(cs, 'evaluation_s')} | "
-        f"{ratio_words('time', ratio('time', sp.get('evaluation_s'), cs.get('evaluation_s')))} |",
-        f"| evaluations per iteration (mean) | {cell(sp, 'evaluations_per_iteration')} | "
-        f"{cell(cs, 'evaluations_per_iteration')} | |",
-        f"| peak memory, whole worker process (MiB) | {cell(sp, 'peak_rss_mb', '{:,.0f}')} | "
-        f"{cell(cs, 'peak_rss_mb', '{:,.0f}')} | "
-        f"{ratio_words('memory', ratio('memory', sp.get('peak_rss_mb'), cs.get('peak_rss_mb')))} |",
-        f"| test F1 after k iterations (not converged) | {cell(sp, 'test_f1_after_k')} | "
-        f"{cell(cs, 'test_f1_after_k')} | |",
-        f"| model parameters | {cell(sp, 'parameters', '{:,.0f}')} | "
-        f"{cell(cs, 'parameters', '{:,.0f}')} | |",
-        f"| surface features | {cell(sp, 'surface_features', '{:,.0f}')} | "
-        f"{cell(cs, 'surface_features', '{:,.0f}')} | |",
+        "| measure | structperc CRF, edges=false | structperc CRF, edge features "
+        "| CRFsuite L-BFGS | edges=false vs CRFsuite | edge features vs CRFsuite |",
+        "|---|---:|---:|---:|---:|---:|",
+        f"| seconds per L-BFGS iteration (wall) | {cell(sn, 'iteration_s')} "
+        f"| {cell(sp, 'iteration_s')} | {cell(cs, 'iteration_s')} "
+        f"| {ratio_words('time', s.get('ratio_nodes'))} | {ratio_words('time', s.get('ratio'))} |",
+        f"| CPU seconds per L-BFGS iteration | {cell(sn, 'iteration_cpu_s')} "
+        f"| {cell(sp, 'iteration_cpu_s')} | {cell(cs, 'iteration_cpu_s')} "
+        f"| {ratio_words('time', s.get('ratio_nodes_cpu'))} "
+        f"| {ratio_words('time', s.get('ratio_cpu'))} |",
+        f"| seconds per objective+gradient evaluation | {cell(sn, 'evaluation_s')} "
+        f"| {cell(sp, 'evaluation_s')} | {cell(cs, 'evaluation_s')} "
+        f"| {versus('time', sn, cs, 'evaluation_s')} | {versus('time', sp, cs, 'evaluation_s')} |",
+        f"| evaluations per iteration (mean) | {cell(sn, 'evaluations_per_iteration')} "
+        f"| {cell(sp, 'evaluations_per_iteration')} | {cell(cs, 'evaluations_per_iteration')} "
+        "| | |",
+        f"| peak memory, whole worker process (MiB) | {cell(sn, 'peak_rss_mb', '{:,.0f}')} "
+        f"| {cell(sp, 'peak_rss_mb', '{:,.0f}')} | {cell(cs, 'peak_rss_mb', '{:,.0f}')} "
+        f"| {versus('memory', sn, cs, 'peak_rss_mb')} "
+        f"| {versus('memory', sp, cs, 'peak_rss_mb')} |",
+        f"| test F1 after k iterations (not converged) | {cell(sn, 'test_f1_after_k')} "
+        f"| {cell(sp, 'test_f1_after_k')} | {cell(cs, 'test_f1_after_k')} | | |",
+        f"| model parameters | {cell(sn, 'parameters', '{:,.0f}')} "
+        f"| {cell(sp, 'parameters', '{:,.0f}')} | {cell(cs, 'parameters', '{:,.0f}')} | | |",
+        f"| surface features | {cell(sn, 'surface_features', '{:,.0f}')} "
+        f"| {cell(sp, 'surface_features', '{:,.0f}')} "
+        f"| {cell(cs, 'surface_features', '{:,.0f}')} | | |",
         "",
         "What each row includes: an iteration is timed from the end of the previous one; it "
         "holds every objective+gradient evaluation of its line search (structperc: "
@@ -315,9 +358,11 @@ def render(section: dict) -> list[str]:
         "torch-struct marginals, gradient scatter; CRFsuite: between its iteration log "
         "lines). Setup (CRFsuite's feature generation, structperc's table allocation) is "
         "outside. The memory row is each worker's `ru_maxrss` (CRFsuite's includes its Python "
-        "attribute strings; structperc's loads ready feature matrices). The models differ: "
-        "structperc's CRF has edge features (90 weights per surface feature against "
-        "CRFsuite's 9) and torch-struct's O(N L³) scan, so it does more work per iteration.",
+        "attribute strings; structperc's loads ready feature matrices). With "
+        "`features.edges=false` structperc's model is CRFsuite's (node features and a "
+        "transition matrix); the edge features add 81 weights per surface feature. Both "
+        "structperc columns run torch-struct's O(N L³) scan where CRFsuite runs an O(N L²) "
+        "recursion.",
         "",
     ]
     run_ = section.get("structperc_full_run")
