@@ -128,7 +128,11 @@ def _results(bench) -> dict:
         "peak_rss_mb": 300.0,
     }
     crf_rounds = [
-        {"structperc": crf_worker, "crfsuite": {**crf_worker, "iteration_s_all": [1, 1, 1]}}
+        {
+            "structperc": crf_worker,
+            "structperc_nodes": {**crf_worker, "iteration_s_all": [0.5, 0.5, 0.5]},
+            "crfsuite": {**crf_worker, "iteration_s_all": [1, 1, 1]},
+        }
     ]
     nbest_rows = [
         {
@@ -270,6 +274,7 @@ def test_render_every_section_and_required_row(bench):
     ):
         assert row in text, row
     assert "0.50×, i.e. 2.00× slower" in text  # CRF: 2 s against CRFsuite's 1 s per iteration
+    assert "2.00× faster" in text  # CRF, edges=false: 0.5 s against CRFsuite's 1 s
     assert "Quick run on small slices" in text
     assert "target < 600 s" not in text  # a slice of the test set says nothing of the target
 

@@ -214,6 +214,8 @@ def summarize(rounds: list[dict]) -> dict:
             "peak_rss_mb": median([r[system]["peak_rss_mb"] for r in rounds]),
         }
     for system, suffix in (("structperc", ""), ("structperc_nodes", "_nodes")):
+        if system not in out:  # (results from before the edges=false system)
+            continue
         per_round = [
             ratio(
                 "time",
