@@ -558,3 +558,29 @@ def test_a_trigram_of_too_many_values_is_refused():
     lf.vocab.values["w"] = [str(i) for i in range(20_000)]  # as if: 20,000^3 > 2^42 codes
     with pytest.raises(ValueError, match="exceed the 2\\^42 feature keys"):
         lf.transform([doc("a b c")])
+
+
+def test_feature_cache_key_follows_file_content_not_place_or_time(tmp_path):
+    import os
+    import shutil
+
+    from structperc.features import cache as cache_module
+    from structperc.features.cache import feature_cache_key
+
+    a = tmp_path / "a" / "train.txt"
+    a.parent.mkdir()
+    a.write_text("EU NNP B-NP B-ORG\n")
+    key = feature_cache_key({"min_count": 2}, [a], None)
+    # a fresh copy elsewhere, with another modification time: the same key
+    b = tmp_path / "b" / "train.txt"
+    b.parent.mkdir()
+    shutil.copy(a, b)
+    os.utime(b, (1_000_000, 1_000_000))
+    assert feature_cache_key({"min_count": 2}, [b], None) == key
+    # one tag changed (same size) and the modification time put back: another key, in a
+    # process that has not hashed the file yet (a process hashes a file once per size and time)
+    stat = a.stat()
+    a.write_text("EU NNP B-NP B-LOC\n")
+    os.utime(a, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    cache_module._sha256.cache_clear()
+    assert feature_cache_key({"min_count": 2}, [a], None) != key

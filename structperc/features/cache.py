@@ -1,6 +1,6 @@
 """An on-disk cache of extracted features, keyed by everything that determines them.
 
-The key hashes the feature settings, the identity of the input files (path, size, mtime) and the
+The key hashes the feature settings, the identity of the input files (name, size, sha256) and the
 cache format version, so a second run on the same data and settings skips extraction, and any
 change rebuilds it.  Entries are safetensors + JSON, written atomically.  ``extract_features``
 fits a ``LocalFeatures`` on the training split and transforms every split through the cache.
@@ -8,6 +8,7 @@ fits a ``LocalFeatures`` on the training split and transforms every split throug
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -20,7 +21,13 @@ import torch
 from structperc.data.document import Document
 from structperc.features.extract import FeatureMatrix
 from structperc.features.pipeline import LocalFeatures
-from structperc.io import atomic_save_tensors, atomic_write_json, load_tensors, read_json
+from structperc.io import (
+    atomic_save_tensors,
+    atomic_write_json,
+    file_digest,
+    load_tensors,
+    read_json,
+)
 
 FORMAT_VERSION = 1
 
@@ -28,9 +35,18 @@ log = logging.getLogger(__name__)
 
 
 def file_identity(path: str | Path) -> list:
-    p = Path(path)
+    """[file name, bytes, sha256] of an input file: its content, not where it lies or when it
+    was copied, so a data folder that is moved, mounted elsewhere or copied afresh (new
+    modification times) keeps its caches, and any edit rebuilds them."""
+    p = Path(path).resolve()
     st = p.stat()
-    return [str(p.resolve()), st.st_size, int(st.st_mtime)]
+    return [p.name, st.st_size, _sha256(str(p), st.st_size, st.st_mtime_ns)]
+
+
+@functools.lru_cache(maxsize=256)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 of a file, hashed once per process while its size and mtime stay."""
+    return file_digest(path)["sha256"]
 
 
 def cache_key(parts: dict) -> str:
