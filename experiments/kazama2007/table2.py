@@ -154,54 +154,71 @@ def mean_sd(values: list[float]) -> str:
     return f"{statistics.mean(values):.2f} ± {sd:.2f}"
 
 
-def seeds() -> str:
-    """Mean ± sd over seeds of each setting, and the difference of the means (± its standard
-    error) between the last setting and the first."""
+def seeds(settings: list[tuple[str, list[str]]] = SEEDS, pairs=((0, 1),)) -> str:
+    """Mean ± sd over seeds of each setting, and for each pair (i, j) of settings the
+    difference of the means, j minus i (± its standard error)."""
     lines = [
         "| setting | seeds | dev F1 (mean ± sd) | test F1 (mean ± sd) | test F1 per seed |",
         "|---|---:|---:|---:|---|",
     ]
-    groups = []
-    for label, globs in SEEDS:
+    groups = {}
+    for k, (label, globs) in enumerate(settings):
         runs = runs_of(globs[:1]) + runs_of(globs[1:])
         if not runs:
             continue
         dev, test = [f1(r, "dev") for r in runs], [f1(r, "test") for r in runs]
-        groups.append((label, dev, test))
+        groups[k] = (label, dev, test)
         lines.append(
             f"| {label} | {len(runs)} | {mean_sd(dev)} | {mean_sd(test)} "
             f"| {', '.join(f'{x:.2f}' for x in test)} |"
         )
-    if len(groups) == 2 and min(len(groups[0][1]), len(groups[1][1])) > 1:
+    for i, j in pairs:
+        if i not in groups or j not in groups or min(len(groups[i][1]), len(groups[j][1])) < 2:
+            continue
         parts = []
         for k, split in ((1, "dev"), (2, "test")):
-            a, b = groups[0][k], groups[1][k]
+            a, b = groups[i][k], groups[j][k]
             diff = statistics.mean(b) - statistics.mean(a)
             se = (statistics.variance(a) / len(a) + statistics.variance(b) / len(b)) ** 0.5
             parts.append(f"{split} {diff:+.2f} ± {se:.2f}")
         lines.append("")
         lines.append(
-            f"Difference of the means, {groups[1][0]} minus {groups[0][0]} (± standard error): "
+            f"Difference of the means, {groups[j][0]} minus {groups[i][0]} (± standard error): "
             + ", ".join(parts)
             + "."
         )
     return "\n".join(lines) + "\n"
 
 
+# the external gazetteers (features.gazetteers, all six sources) against the same settings
+# without them, seeds 0-2 of both
+EXTERNAL_SEEDS = [
+    ("Margin perceptron, C = 1414", ["margin_sweep/margin_C1414", "seeds/margin_C1414_seed[12]"]),
+    ("Margin perceptron, C = 1414, external gazetteers", ["external/margin_C1414_seed*"]),
+    ("Proposed (n' = 100), C = 1000", ["main_job", "seeds/proposed_C1000_seed[12]"]),
+    ("Proposed (n' = 100), C = 1000, external gazetteers", ["external/proposed_C1000_seed*"]),
+]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument(
-        "--readme", type=Path, help="README to update (sections table2, ablation, seeds)"
+        "--readme",
+        type=Path,
+        help="README to update (sections table2, ablation, seeds, external_seeds)",
     )
     args = ap.parse_args()
     t2, ab, sd = table2(), ablation(), seeds()
+    ext = seeds(EXTERNAL_SEEDS, pairs=((0, 1), (2, 3)))
     print(t2)
     print(ab)
-    print(sd, end="")
+    print(sd)
+    print(ext, end="")
     if args.readme:
         replace_section(args.readme, "table2", t2)
         replace_section(args.readme, "ablation", ab)
         replace_section(args.readme, "seeds", sd)
+        replace_section(args.readme, "external_seeds", ext)
 
 
 if __name__ == "__main__":
