@@ -21,19 +21,16 @@ and test, as in ``gazetteer_coverage.py``, here with its types ignored as the so
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
 from structperc.data.conll import read_conll
-from structperc.data.loading import require_data_dir
 from structperc.data.tags import spans
 from structperc.features.external import SOURCES, external_entries, source_versions
 from structperc.features.gazetteer import EntryIndex, jackknife_entries, read_gazetteer
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from summarize import replace_section  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gazetteer_coverage import coverage_cli  # noqa: E402
 
 TYPES = ("LOC", "MISC", "ORG", "PER")
 SPLITS = ("train", "dev", "test")
@@ -131,26 +128,8 @@ def render(rows: list[dict]) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument(
-        "--data-dir",
-        default=None,
-        help="data folder (default: $STRUCTPERC_DATA, else ../shared/data)",
-    )
-    ap.add_argument("--folds", type=int, default=10, help="eng.list jackknife folds (default 10)")
-    ap.add_argument("--json", type=Path, default=Path(__file__).parent / "external_gazetteers.json")
-    ap.add_argument("--readme", type=Path, help="README to update (section external_coverage)")
-    args = ap.parse_args()
-    try:
-        data_dir = require_data_dir(args.data_dir, corpus="conll2003")
-    except FileNotFoundError as err:
-        ap.error(str(err))
-    rows = measure(data_dir, args.folds)
-    args.json.write_text(json.dumps(rows, indent=2) + "\n")
-    table = render(rows)
-    print(table, end="")
-    if args.readme:
-        replace_section(args.readme, "external_coverage", table)
+    json_path = Path(__file__).parent / "external_gazetteers.json"
+    coverage_cli(__doc__, measure, render, json_path, "external_coverage")
 
 
 if __name__ == "__main__":

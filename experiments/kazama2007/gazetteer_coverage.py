@@ -96,16 +96,18 @@ def render(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def coverage_cli(doc: str, measure, render, json_path: Path, section: str) -> None:
+    """The command line of a coverage script: measure on the data folder, write ``json_path``,
+    print the table and put it into a README's ``section``."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument(
         "--data-dir",
         default=None,
         help="data folder (default: $STRUCTPERC_DATA, else ../shared/data)",
     )
     ap.add_argument("--folds", type=int, default=10, help="jackknife folds (features default)")
-    ap.add_argument("--json", type=Path, default=Path(__file__).parent / "gazetteer_coverage.json")
-    ap.add_argument("--readme", type=Path, help="README to update (section gazetteer)")
+    ap.add_argument("--json", type=Path, default=json_path)
+    ap.add_argument("--readme", type=Path, help=f"README to update (section {section})")
     args = ap.parse_args()
     try:
         data_dir = require_data_dir(args.data_dir, corpus="conll2003")
@@ -116,7 +118,13 @@ def main() -> None:
     table = render(rows)
     print(table, end="")
     if args.readme:
-        replace_section(args.readme, "gazetteer", table)
+        replace_section(args.readme, section, table)
+
+
+def main() -> None:
+    coverage_cli(
+        __doc__, measure, render, Path(__file__).parent / "gazetteer_coverage.json", "gazetteer"
+    )
 
 
 if __name__ == "__main__":
