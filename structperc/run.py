@@ -137,6 +137,7 @@ def tagging_inputs(cfg: DictConfig, data_dir: Path | None) -> tuple[dict, object
     extraction = extraction_settings(fcfg)
     if getattr(features, "gazetteers", ()):  # their lists change with their packages' versions
         extraction["gazetteer_versions"] = features.gazetteer_versions
+        extraction["external_outside"] = "no feature"  # (the first version had an "O" value)
     if features.tags == "auto":
         tagger = ColumnTagger.load(features.tagger)
         corpus = {s: tagger.fill(docs) for s, docs in corpus.items()}
