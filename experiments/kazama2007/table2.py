@@ -154,9 +154,10 @@ def mean_sd(values: list[float]) -> str:
     return f"{statistics.mean(values):.2f} ± {sd:.2f}"
 
 
-def seeds(settings: list[tuple[str, list[str]]] = SEEDS, pairs=((0, 1),)) -> str:
-    """Mean ± sd over seeds of each setting, and for each pair (i, j) of settings the
-    difference of the means, j minus i (± its standard error)."""
+def seeds(settings: list[tuple[str, list[str]]] | None = None, pairs=((0, 1),)) -> str:
+    """Mean ± sd over seeds of each setting (default ``SEEDS``), and for each pair (i, j) of
+    settings the difference of the means, j minus i (± its standard error)."""
+    settings = SEEDS if settings is None else settings
     lines = [
         "| setting | seeds | dev F1 (mean ± sd) | test F1 (mean ± sd) | test F1 per seed |",
         "|---|---:|---:|---:|---|",
