@@ -31,7 +31,7 @@ for family in "${@:-margin proposed crf200 crf}"; do
       proposed) for n in 1 2 4; do run proposed $n +experiment=conll03_nonlocal; done ;;
       crf) for n in 1 2; do run crf $n +experiment=conll03_crf learner.sigma2=100; done ;;
       crf200) for n in 1 2; do
-          run crf200 $n +experiment=conll03_crf learner.sigma2=100 data.train_docs=200; done ;;
+          run crf200 $n +experiment=conll03_crf learner.sigma2=100 +data.train_docs=200; done ;;
       *) echo "unknown family $f (margin | proposed | crf | crf200)"; exit 2 ;;
     esac
   done
