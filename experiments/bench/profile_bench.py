@@ -73,6 +73,7 @@ from common import (
     setup_threads,
     worker_main,
 )
+from proposed_bench import shared_document_weights
 
 SCRIPT = Path(__file__).resolve()
 CONF = REPO / "conf"
@@ -491,12 +492,10 @@ def worker_perceptron(cfg: dict) -> dict:
 
 
 def worker_proposed(cfg: dict) -> dict:
-    import torch
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
     from structperc.data.tags import encode_labels
-    from structperc.model.document_weights import DocumentWeights
     from structperc.model.updates import Updater
     from structperc.structures.chain import ChainData
     from structperc.structures.rescoring import DocumentRescoring
@@ -510,10 +509,7 @@ def worker_proposed(cfg: dict) -> dict:
     experiment = OmegaConf.load(CONF / "experiment" / "conll03_nonlocal.yaml")
     doc_features = instantiate(experiment.document_features)
     doc_features.fit(corpus["train"], labels)
-    weights = DocumentWeights(local.num_features, labels, doc_features.num_features)
-    with torch.no_grad():
-        for name, table in local.tables().items():
-            weights.tables()[name].copy_(table)
+    weights = shared_document_weights(local, doc_features, labels)
     del local
     data = ChainData(mats["train"], encode_labels(corpus["train"], labels), corpus["train"])
     log(f"proposed: {len(data)} documents, {data.num_tokens} tokens")

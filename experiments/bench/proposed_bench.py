@@ -47,6 +47,20 @@ DEFAULTS = {"epochs": 2, "n_test": 100, "repeats": 3, "rescore_budget_s": 90.0}
 QUICK = {"epochs": 2, "n_test": 100, "repeats": 2, "rescore_budget_s": 20.0}
 
 
+def shared_document_weights(local, doc_features, labels):
+    """``DocumentWeights`` for ``doc_features`` whose local tables are the shared model's
+    (``local``, a ``ChainWeights``) and whose non-local table is zero."""
+    import torch
+
+    from structperc.model.document_weights import DocumentWeights
+
+    weights = DocumentWeights(local.num_features, labels, doc_features.num_features)
+    with torch.no_grad():
+        for name, table in local.tables().items():
+            weights.tables()[name].copy_(table)
+    return weights
+
+
 def configured():
     """(learner, document features) from the configuration files ``make run`` uses."""
     from hydra.utils import instantiate
@@ -58,11 +72,8 @@ def configured():
 
 
 def worker_proposed(cfg: dict) -> dict:
-    import torch
-
     from structperc.data.tags import encode_labels
     from structperc.features.document import NonLocalFeatures
-    from structperc.model.document_weights import DocumentWeights
     from structperc.model.updates import Updater
     from structperc.structures.chain import ChainData
     from structperc.structures.rescoring import DocumentRescoring
@@ -76,10 +87,7 @@ def worker_proposed(cfg: dict) -> dict:
     learner, doc_features = configured()
     learner.bpm_runs = 0  # no BPM initialisation: the local weights start from the shared model
     doc_features.fit(corpus["train"], labels)
-    weights = DocumentWeights(local.num_features, labels, doc_features.num_features)
-    with torch.no_grad():
-        for name, table in local.tables().items():
-            weights.tables()[name].copy_(table)
+    weights = shared_document_weights(local, doc_features, labels)
     del local
     structure = DocumentRescoring(weights, doc_features, n=cfg["n_test"])
     train = ChainData(mats["train"], y, documents=corpus["train"])
