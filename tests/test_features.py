@@ -584,3 +584,23 @@ def test_feature_cache_key_follows_file_content_not_place_or_time(tmp_path):
     os.utime(a, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     cache_module._sha256.cache_clear()
     assert feature_cache_key({"min_count": 2}, [a], None) != key
+
+
+def test_feature_cache_separates_cuts_of_the_same_files(tmp_path, synthetic):
+    """A corpus cut after reading (``data.train_docs``) shares its files' key parts with the
+    whole corpus; the documents it holds must still give another cache entry."""
+    from structperc.features.cache import extract_features
+
+    train, dev = synthetic
+    key = {"features": {"min_count": 1}, "files": ["same", 1, "x"], "max_docs": None}
+
+    def extract(docs):
+        lf = LocalFeatures(gazetteer="none", min_count=1)
+        return extract_features(lf, {"train": docs, "dev": dev}, tmp_path / "cache", key)
+
+    _, cut, _, hit_cut = extract(train[:3])
+    _, full, _, hit_full = extract(train)
+    assert not hit_cut and not hit_full  # the whole corpus does not reuse the cut's matrices
+    assert full["train"].num_docs == len(train) and cut["train"].num_docs == 3
+    _, again, _, hit_again = extract(train)
+    assert hit_again and again["train"].num_docs == len(train)

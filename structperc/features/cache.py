@@ -102,9 +102,14 @@ def extract_features(
 ) -> tuple[LocalFeatures, dict[str, FeatureMatrix], float, bool]:
     """Fit the vocabulary on ``corpus["train"]`` and transform every split, through the cache.
 
-    Returns (fitted features, matrix per split, seconds, cache hit).
+    Returns (fitted features, matrix per split, seconds, cache hit).  The key is completed with
+    the number of documents and tokens of every split, so a corpus cut after reading
+    (``data.train_docs``) never meets the matrices of another cut; a hit whose matrices do not
+    fit the corpus is an error naming the cache folder.
     """
     t0 = time.perf_counter()
+    shape = {s: [len(docs), sum(len(d.tokens) for d in docs)] for s, docs in corpus.items()}
+    key = {**key, "documents": shape}
 
     def build():
         log.info("extracting features (%d training documents)", len(corpus["train"]))
@@ -114,6 +119,14 @@ def extract_features(
         return meta, tensors, mats
 
     meta, tensors, mats, hit = cached_features(cache_dir, key, build)
+    for split, (n_docs, n_tokens) in shape.items():
+        got = (mats[split].num_docs, len(mats[split].offsets) - 1)
+        if got != (n_docs, n_tokens):
+            raise ValueError(
+                f"feature cache {Path(cache_dir) / cache_key(key)}: split {split!r} has "
+                f"{got[0]} documents and {got[1]} tokens, the corpus {n_docs} and {n_tokens}; "
+                "delete that folder"
+            )
     if hit:
         features = LocalFeatures.from_state(meta, tensors)
         log.info("features loaded from the cache (%d features)", features.num_features)
