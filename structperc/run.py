@@ -135,7 +135,7 @@ def tagging_inputs(cfg: DictConfig, data_dir: Path | None) -> tuple[dict, object
     if fcfg.get("gazetteer") != "none" and fcfg.get("gazetteer_path"):
         files.append(Path(fcfg["gazetteer_path"]))
     extraction = extraction_settings(fcfg)
-    if getattr(features, "gazetteers", ()):  # their lists change with their packages' versions
+    if features.gazetteers:  # their lists change with their packages' versions
         extraction["gazetteer_versions"] = features.gazetteer_versions
         extraction["external_outside"] = "no feature"  # (the first version had an "O" value)
     if features.tags == "auto":

@@ -524,8 +524,9 @@ def test_model_files_store_only_the_non_zero_weights_and_old_dense_files_load(
     ).stat().st_size
 
 
-def test_trigram_templates_fire_inside_the_document_and_share_ids():
-    lf = LocalFeatures(
+def word_trigrams() -> LocalFeatures:
+    """Words at offset 0 and the word trigram templates, nothing else."""
+    return LocalFeatures(
         attributes=("w",),
         window=0,
         bigram_attributes=(),
@@ -533,6 +534,10 @@ def test_trigram_templates_fire_inside_the_document_and_share_ids():
         gazetteer="none",
         min_count=1,
     )
+
+
+def test_trigram_templates_fire_inside_the_document_and_share_ids():
+    lf = word_trigrams()
     names = [template_name(t) for t in lf.templates]
     assert names[-4:] == ["w[-2]|w[-1]|w[0]", "w[-1]|w[0]|w[1]", "w[0]|w[1]|w[2]", "w[1]|w[2]"]
     train = [doc("a b c a b c")]
@@ -546,14 +551,7 @@ def test_trigram_templates_fire_inside_the_document_and_share_ids():
 
 
 def test_a_trigram_of_too_many_values_is_refused():
-    lf = LocalFeatures(
-        attributes=("w",),
-        window=0,
-        bigram_attributes=(),
-        trigram_attributes=("w",),
-        gazetteer="none",
-        min_count=1,
-    )
+    lf = word_trigrams()
     lf.fit([doc("a b c")])
     lf.vocab.values["w"] = [str(i) for i in range(20_000)]  # as if: 20,000^3 > 2^42 codes
     with pytest.raises(ValueError, match="exceed the 2\\^42 feature keys"):

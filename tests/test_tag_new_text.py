@@ -29,36 +29,27 @@ def synthetic_dir(tmp_path_factory) -> Path:
     )
 
 
-@pytest.fixture(scope="module")
-def token_model(tmp_path_factory, synthetic_dir) -> Path:
-    out = tmp_path_factory.mktemp("runs") / "tokens"
+def _trained(tmp_path_factory, data_dir: Path, name: str, overrides: list[str]) -> Path:
+    """The folder of a run with ``overrides`` on ``data_dir`` (a module-scoped fixture's)."""
+    out = tmp_path_factory.mktemp("runs") / name
     mp = pytest.MonkeyPatch()
     try:
-        run_main(
-            ["+experiment=conll03_local", "trainer.max_epochs=4", *TOKEN_FEATURES],
-            synthetic_dir,
-            out,
-            mp,
-        )
+        run_main([o.replace("{out}", str(out)) for o in overrides], data_dir, out, mp)
     finally:
         mp.undo()
     return out
+
+
+@pytest.fixture(scope="module")
+def token_model(tmp_path_factory, synthetic_dir) -> Path:
+    overrides = ["+experiment=conll03_local", "trainer.max_epochs=4", *TOKEN_FEATURES]
+    return _trained(tmp_path_factory, synthetic_dir, "tokens", overrides)
 
 
 @pytest.fixture(scope="module")
 def column_model(tmp_path_factory, synthetic_dir) -> Path:
-    out = tmp_path_factory.mktemp("runs") / "columns"
-    mp = pytest.MonkeyPatch()
-    try:
-        run_main(
-            ["+experiment=conll03_local", "trainer.max_epochs=2", "features.gazetteer=none"],
-            synthetic_dir,
-            out,
-            mp,
-        )
-    finally:
-        mp.undo()
-    return out
+    overrides = ["+experiment=conll03_local", "trainer.max_epochs=2", "features.gazetteer=none"]
+    return _trained(tmp_path_factory, synthetic_dir, "columns", overrides)
 
 
 def test_the_api_tags_tokens_like_the_file_tagger(token_model, synthetic_dir):
@@ -235,24 +226,14 @@ def tagchunk_run(tmp_path_factory, synthetic_dir) -> Path:
     real = resolve_data_dir(None)
     if real is None or not (real / "conll2000" / "train.txt").is_file():
         pytest.skip("needs the CoNLL-2000 files (STRUCTPERC_DATA)")
-    out = tmp_path_factory.mktemp("runs") / "tagchunk"
-    mp = pytest.MonkeyPatch()
-    try:
-        run_main(
-            [
-                "+experiment=conll00_tagchunk",
-                "data.max_docs=300",
-                "task.dev_sentences=50",
-                "trainer.max_epochs=2",
-                f"cache_dir={out.parent / 'cache'}",
-            ],
-            real,
-            out,
-            mp,
-        )
-    finally:
-        mp.undo()
-    return out
+    overrides = [
+        "+experiment=conll00_tagchunk",
+        "data.max_docs=300",
+        "task.dev_sentences=50",
+        "trainer.max_epochs=2",
+        "cache_dir={out}_cache",
+    ]
+    return _trained(tmp_path_factory, real, "tagchunk", overrides)
 
 
 @pytest.mark.realdata

@@ -10,6 +10,7 @@ lists it was trained with, whatever version of their packages is installed, or n
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -155,7 +156,7 @@ class LocalFeatures:
             ):
                 cols.update(gaz)
         if self.external_entries:
-            index = self._external_index()
+            index = self._external_index
             names = {a: a for a in self.external_entries}
             for cols, gaz in zip(
                 per_doc, gazetteer_columns(docs, [index] * len(docs), names), strict=True
@@ -164,11 +165,10 @@ class LocalFeatures:
                 cols.update({a: [None if t == "O" else t for t in ts] for a, ts in gaz.items()})
         return concat_columns(per_doc)
 
+    @functools.cached_property
     def _external_index(self) -> dict[str, EntryIndex]:
         """The external entries indexed for matching (built once, case-sensitive)."""
-        if getattr(self, "_external", None) is None:
-            self._external = {a: EntryIndex(e) for a, e in self.external_entries.items()}
-        return self._external
+        return {a: EntryIndex(e) for a, e in self.external_entries.items()}
 
     def fit(self, train: list[Document]) -> LocalFeatures:
         """Freeze the vocabulary on the training documents."""
