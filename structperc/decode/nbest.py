@@ -26,7 +26,7 @@ On one 2-core CPU thread the 6,400 best of a 250-token document take about 0.5 s
 **Why not a forward-Viterbi + backward A* search** (Soong & Huang's tree-trellis, as in CRF++):
 A* pops one trellis node at a time in Python, and every extra path costs up to T pops (its
 suffix below the deviation point), ~n*T/2 heap operations; the tensor recursions above cost a
-fixed number of tensor operations per token whatever n.  Back-pointers are int32 and
+fixed number of tensor operations per token whatever n.  The beam's back-pointers are int32 and
 ``nbest_batched`` bounds the batch by a memory budget.
 
 **Ties**: the score list is exact whatever the ties; among equal-scoring paths the order is the
@@ -134,54 +134,61 @@ def kbest_beam(potentials: Tensor, lengths: Tensor, n: int) -> tuple[Tensor, Ten
 
 
 def kbest_dp(potentials: Tensor, lengths: Tensor, n: int) -> tuple[Tensor, Tensor]:
-    """``nbest`` by the k-best Viterbi recursion (any n)."""
+    """``nbest`` by the k-best Viterbi recursion (any n).
+
+    Each step is two tensor calls writing into buffers made once (an add into the candidate
+    scores, a top-n into the next scores and the step's back-pointers): the per-call overhead,
+    not the arithmetic, is what a step of one document costs on a CPU.
+    """
     B, T, L, _ = potentials.shape
     device = potentials.device
     neg = float("-inf")
-    # S: [B, L, n] best prefix scores per label; only rank 0 exists at t = 0
-    S = potentials.new_full((B, L, n), neg)
-    S[:, :, 0] = potentials[:, 0, 0, :]
-    back = torch.empty((T, B, L, n), dtype=torch.int32, device=device)
-    keep = torch.arange(L * n, device=device, dtype=torch.int32).view(1, L, n).expand(B, L, n)
+    # S[t % 2]: [B, L, n] best prefix scores per label at t; only rank 0 exists at t = 0
+    S = potentials.new_full((2, B, L, n), neg)
+    S[0, :, :, 0] = potentials[:, 0, 0, :]
+    scores = S.unbind(0)
+    back = torch.empty((T, B, L, n), dtype=torch.long, device=device)  # flat index i * n + r
+    keep = torch.arange(L * n, device=device).view(1, L, n).expand(B, L, n)
     back[0] = keep
-    trans = potentials.transpose(-1, -2).contiguous().unsqueeze(-1)  # [B, T, L(j), L(i), 1]
+    backs = back.unbind(0)
+    trans = potentials.transpose(-1, -2).unsqueeze(-1).unbind(1)  # T x [B, L(j), L(i), 1]
+    cand = potentials.new_empty((B, L, L, n))  # cand[b, j, i, r] = S[b, i, r] + M_t[b, i, j]
+    cand_flat = cand.view(B, L, L * n)
     ragged = bool((lengths < T).any())
     for t in range(1, T):
-        # cand[b, j, i * n + r] = S[b, i, r] + M_t[b, i, j]
-        cand = (S.unsqueeze(1) + trans[:, t]).view(B, L, L * n)
-        vals, idx = _top(cand, n)  # [B, L, n]
-        if ragged:
+        prev, cur = scores[(t - 1) % 2], scores[t % 2]
+        torch.add(prev.unsqueeze(1), trans[t], out=cand)
+        torch.topk(cand_flat, n, dim=-1, sorted=True, out=(cur, backs[t]))  # [B, L, n]
+        if ragged:  # finished sequences keep their scores; their pointers are the identity
             active = (t < lengths).view(B, 1, 1)
-            S = torch.where(active, vals, S)
-            back[t] = torch.where(active, idx.to(torch.int32), keep)
-        else:
-            S = vals
-            back[t] = idx
-    final, fidx = _top(S.reshape(B, L * n), n)  # [B, n], index j * n + r
-    if final.shape[1] < n:  # fewer than n entries in total (L * n < n cannot happen; kept safe)
-        pad = n - final.shape[1]
-        final = torch.cat([final, final.new_full((B, pad), neg)], dim=1)
-        fidx = torch.cat([fidx, fidx.new_zeros((B, pad))], dim=1)
+            cur.copy_(torch.where(active, cur, prev))
+            backs[t].copy_(torch.where(active, backs[t], keep))
+    final, fidx = _top(scores[(T - 1) % 2].reshape(B, L * n), n)  # [B, n], index j * n + r
     paths = _trace(back, fidx, lengths, L, n)
     paths[torch.isneginf(final)] = -1
     return paths, final
 
 
 def _trace(back: Tensor, fidx: Tensor, lengths: Tensor, L: int, n: int) -> Tensor:
-    """Follow (label, rank) pointers from the final top-n indices [B, n].
+    """Follow (label, rank) pointers [T, B, L, n] from the final top-n indices [B, n].
 
-    Past a sequence's length the pointers are the identity, so one gather per position serves
-    the whole ragged batch; padding positions are masked to -1 at the end.
+    By pointer doubling (as ``viterbi.backtrace_doubling``): G[t] maps the flat index
+    (label * n + rank) at t+1 to the one at t; composing G[t] with G[t+d] doubles d, so
+    log2(T) gathers over [T, B, L * n] give every position's index from the one at T-1,
+    instead of T dependent gathers.  Past a sequence's length the pointers are the identity;
+    padding positions are masked to -1 at the end.
     """
     T, B = back.shape[0], back.shape[1]
-    flat = back.view(T, B, L * n)
-    cur = fidx.long()  # [B, n] flat index label * n + rank at position t
-    labels = []
-    for t in range(T - 1, -1, -1):
-        labels.append(torch.div(cur, n, rounding_mode="floor"))
-        if t > 0:
-            cur = flat[t].gather(1, cur).long()
-    paths = torch.stack(labels[::-1], dim=2)  # [B, n, T]
+    K = L * n
+    ident = torch.arange(K, device=back.device).expand(1, B, K)
+    G = torch.cat([back.view(T, B, K)[1:], ident])  # [T, B, K]
+    d = 1
+    while d < T:
+        shifted = torch.cat([G[d:], ident.expand(d, B, K)])  # G[t + d]
+        G = torch.gather(G, 2, shifted)  # G[t] o G[t + d]
+        d *= 2
+    index = torch.gather(G, 2, fidx.unsqueeze(0).expand(T, B, n))  # [T, B, n]
+    paths = torch.div(index, n, rounding_mode="floor").permute(1, 2, 0)  # [B, n, T]
     real = torch.arange(T, device=back.device).view(1, 1, T) < lengths.view(B, 1, 1)
     return paths.masked_fill(~real, -1)
 
@@ -191,9 +198,10 @@ def nbest_batched(
 ) -> tuple[Tensor, Tensor]:
     """``nbest`` over sub-batches whose back-pointers fit ``memory_budget`` bytes."""
     B, T, L, _ = potentials.shape
-    # int32 back-pointers: the beam stores (label, previous k) per kept prefix, the per-label
-    # recursion (label, rank) per label and rank; plus the [n, L] candidate scores of a step
-    per_seq = T * n * 8 + n * L * 16 if n >= BEAM_FROM_N else T * L * n * 4
+    # back-pointers: the beam stores int32 (label, previous k) per kept prefix, plus the [n, L]
+    # candidate scores of a step; the per-label recursion int64 (label, rank) per label and
+    # rank, and its back-trace three more [T, L * n] int64 maps
+    per_seq = T * n * 8 + n * L * 16 if n >= BEAM_FROM_N else T * L * n * 8 * 4
     step = max(1, memory_budget // max(per_seq, 1))
     if step >= B:
         return nbest(potentials, lengths, n)
