@@ -112,6 +112,32 @@ def test_table2_seeds_mean_and_difference(scripts, tmp_path, monkeypatch):
     assert lines[-1].endswith("(± standard error): dev +1.50 ± 0.50, test +2.00 ± 0.71.")
 
 
+def test_table2_convergence_reads_the_history(scripts, tmp_path, monkeypatch):
+    _, table2 = scripts
+    monkeypatch.setattr(table2, "RUNS", tmp_path)
+    run = make_run(tmp_path / "converge" / "avg", 89.0, 83.0, MARGIN)
+    result = json.loads((run / "results.json").read_text())
+    result["history"] = [
+        {"epoch": e, "dev_f1": f, "word_error": 1e-4 * e, "updates": 10 + e}
+        for e, f in [(1, 80.0), (2, 90.0), (3, 88.0), (4, 89.0)]
+    ]
+    (run / "results.json").write_text(json.dumps(result))
+    monkeypatch.setattr(
+        table2, "CONVERGE", [("Avg", "converge/avg", 89.32, 84.08), ("x", "no", 1, 2)]
+    )
+    monkeypatch.setattr(table2, "CONVERGE_AT", 2)
+    monkeypatch.setattr(table2, "CONVERGE_LAST", 2)
+    lines = table2.convergence().splitlines()
+    assert len(lines) == 3  # a run without results.json is left out
+    # dev at epoch 2, the best epoch, the mean ± sd of the last two, the last epoch's counts
+    assert lines[2] == (
+        "| Avg | 3 | max_epochs | 89.00 | 83.00 | 90.00 | 90.00 (2) | 88.50 ± 0.71 "
+        "| 0.00040, 14 | 12 | 89.32 | 84.08 | `converge/avg` |"
+    )
+    monkeypatch.setattr(table2, "CONVERGE", [])
+    assert table2.convergence().startswith("(no convergence run")
+
+
 def test_gazetteer_coverage_counts_entities_and_matches():
     sys.path.insert(0, str(EXPERIMENTS / "kazama2007"))
     try:

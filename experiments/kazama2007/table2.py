@@ -72,6 +72,25 @@ ABLATION = [
 ]
 
 
+# (label, run under runs/, paper dev, paper test): trained until the paper's rule (relative change
+# of the per-word training error < 1e-4 for 3 epochs) or the safety cap (trainer.max_epochs)
+CONVERGE = [
+    ("Perceptron", "converge/perceptron", 89.01, 84.03),
+    ("Averaged perceptron", "converge/averaged", 89.32, 84.08),
+    ("Margin perceptron, C = 1414", "converge/margin_C1414", 90.98, 85.64),
+    ("Margin perceptron, C = 2828", "converge/margin_C2828", 90.98, 85.64),
+    ("Margin perceptron, C = 11313", "converge/margin_C11313", 90.98, 85.64),
+    ("Margin perceptron, C = 11313, BPM (10 runs)", "converge/margin_C11313_bpm10", 90.98, 85.64),
+    (
+        "Margin perceptron, C = 11313, CRF++ columns",
+        "converge/margin_C11313_crfpp",
+        90.98,
+        85.64,
+    ),
+]
+CONVERGE_AT = 30  # the epoch count of the Table 2 runs above, read off each run's history
+CONVERGE_LAST = 50  # the late-training mean of dev F1 is over this many last epochs
+
 # (label, run globs): the same settings over several shuffling seeds (seed 0 is the first glob)
 SEEDS = [
     ("Margin perceptron, C = 1414", ["margin_sweep/margin_C1414", "seeds/margin_C1414_seed*"]),
@@ -149,6 +168,40 @@ def ablation() -> str:
     return "\n".join(lines) + "\n"
 
 
+def convergence() -> str:
+    """The ``CONVERGE`` runs: where they stopped and why, dev F1 at the end, at epoch
+    ``CONVERGE_AT``, at its best and over the last ``CONVERGE_LAST`` epochs (from the per-epoch
+    history), the last epoch's training error and updates, and the time."""
+    lines = [
+        f"| run | epochs | stopped by | dev F1 | test F1 | dev at {CONVERGE_AT} | best dev (epoch) "
+        f"| dev, last {CONVERGE_LAST} (mean ± sd) | last epoch: word error, updates | train s "
+        "| paper dev | paper test | run folder |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for label, name, pdev, ptest in CONVERGE:
+        path = RUNS / name
+        if not (path / "results.json").exists():
+            continue
+        r = load(path)["result"]
+        hist = [h for h in r.get("history", []) if h.get("dev_f1") is not None]
+        at = next((h["dev_f1"] for h in hist if h["epoch"] == CONVERGE_AT), None)
+        best = max(hist, key=lambda h: h["dev_f1"]) if hist else None
+        late = [h["dev_f1"] for h in hist[-CONVERGE_LAST:]]
+        last = r["history"][-1] if r.get("history") else {}
+        best_text = "–" if best is None else f"{best['dev_f1']:.2f} ({best['epoch']})"
+        lines.append(
+            f"| {label} | {r['epochs']} | {r['stopped_by']} | {r['dev']['f1']:.2f} "
+            f"| {r['test']['f1']:.2f} | {'–' if at is None else f'{at:.2f}'} "
+            f"| {best_text} "
+            f"| {mean_sd(late) if late else '–'} "
+            f"| {last.get('word_error', float('nan')):.5f}, {last.get('updates', '–')} "
+            f"| {r.get('train_seconds', 0):.0f} | {pdev:.2f} | {ptest:.2f} | `{name}` |"
+        )
+    if len(lines) == 2:
+        return "(no convergence run has finished yet)\n"
+    return "\n".join(lines) + "\n"
+
+
 def mean_sd(values: list[float]) -> str:
     sd = statistics.stdev(values) if len(values) > 1 else 0.0
     return f"{statistics.mean(values):.2f} ± {sd:.2f}"
@@ -206,20 +259,23 @@ def main() -> None:
     ap.add_argument(
         "--readme",
         type=Path,
-        help="README to update (sections table2, ablation, seeds, external_seeds)",
+        help="README to update (sections table2, ablation, seeds, external_seeds, convergence)",
     )
     args = ap.parse_args()
     t2, ab, sd = table2(), ablation(), seeds()
     ext = seeds(EXTERNAL_SEEDS, pairs=((0, 1), (2, 3)))
+    conv = convergence()
     print(t2)
     print(ab)
     print(sd)
-    print(ext, end="")
+    print(ext)
+    print(conv, end="")
     if args.readme:
         replace_section(args.readme, "table2", t2)
         replace_section(args.readme, "ablation", ab)
         replace_section(args.readme, "seeds", sd)
         replace_section(args.readme, "external_seeds", ext)
+        replace_section(args.readme, "convergence", conv)
 
 
 if __name__ == "__main__":
