@@ -36,13 +36,14 @@ import math
 import torch
 from torch import Tensor
 
-from structperc.decode.maxplus import mp_identity, mp_matmul, mp_vecmat
+from structperc.decode.maxplus import mp_identity, mp_vecmat
 
 
 def forward_scores(potentials: Tensor, lengths: Tensor) -> Tensor:
     """alpha [B, T, L]: the best score of a path over 0..t ending in each label.
 
-    For t >= lengths[b], alpha[b, t] = alpha[b, lengths[b] - 1].
+    For t >= lengths[b], alpha[b, t] = alpha[b, lengths[b] - 1].  The running products and the
+    entering vectors are written into buffers made once (two tensor calls a step).
     """
     B, T, L, _ = potentials.shape
     alpha0 = potentials[:, 0, 0, :]  # [B, L]
@@ -52,26 +53,34 @@ def forward_scores(potentials: Tensor, lengths: Tensor) -> Tensor:
     m = max(1, math.isqrt(n))
     K = math.ceil(n / m)
     eye = mp_identity(L, dtype=potentials.dtype, device=potentials.device)
-    mats = potentials[:, 1:]  # [B, n, L, L]
-    # identity past each length (position t is real when t < lengths[b])
-    real = torch.arange(1, T, device=potentials.device).unsqueeze(0) < lengths.unsqueeze(1)
-    mats = torch.where(real[:, :, None, None], mats, eye)  # [B, n, L, L]
-    if K * m > n:
-        pad = eye.expand(B, K * m - n, L, L)
-        mats = torch.cat([mats, pad], dim=1)
+    # mats[b, k * m + s] = M_{1 + k * m + s}: the identity past each length and past n
+    mats = eye.repeat(B, K * m, 1, 1) if K * m > n else potentials.new_empty((B, n, L, L))
+    if bool((lengths == T).all()):
+        mats[:, :n] = potentials[:, 1:]
+    else:  # position t is real when t < lengths[b]
+        real = torch.arange(1, T, device=potentials.device).unsqueeze(0) < lengths.unsqueeze(1)
+        mats[:, :n] = torch.where(real[:, :, None, None], potentials[:, 1:], eye)
     blocks = mats.view(B, K, m, L, L).unbind(2)  # m x [B, K, L, L]
-    prefix = [blocks[0]]
-    for s in range(1, m):
-        prefix.append(mp_matmul(prefix[-1], blocks[s]))
-    totals = prefix[-1].unbind(1)  # K x [B, L, L]
-    beta = [alpha0]  # entering vector of each block, [B, L] each
-    for k in range(K - 1):
-        beta.append(mp_vecmat(beta[-1], totals[k]))
-    beta_t = torch.stack(beta, dim=1)  # [B, K, L]
-    prefix_t = torch.stack(prefix, dim=2)  # [B, K, m, L, L]
-    alpha = mp_vecmat(beta_t.unsqueeze(2), prefix_t)  # [B, K, m, L]
-    alpha = alpha.reshape(B, K * m, L)[:, :n]
-    return torch.cat([alpha0.unsqueeze(1), alpha], dim=1)  # [B, T, L]
+    prefix = potentials.new_empty((B, K, m, L, L))  # running products within each block
+    steps = prefix.unbind(2)
+    steps[0].copy_(blocks[0])
+    work = potentials.new_empty((B, K, L, L, L))
+    for s in range(1, m):  # steps[s] = steps[s - 1] (x) blocks[s]  (mp_matmul)
+        torch.add(steps[s - 1].unsqueeze(-1), blocks[s].unsqueeze(-3), out=work)
+        torch.amax(work, dim=-2, out=steps[s])
+    totals = steps[m - 1].unbind(1)  # K x [B, L, L]
+    beta_t = potentials.new_empty((B, K, L))  # entering vector of each block
+    beta = beta_t.unbind(1)
+    beta[0].copy_(alpha0)
+    vec = potentials.new_empty((B, L, L))
+    for k in range(K - 1):  # beta[k + 1] = beta[k] (x) totals[k]  (mp_vecmat)
+        torch.add(beta[k].unsqueeze(-1), totals[k], out=vec)
+        torch.amax(vec, dim=-2, out=beta[k + 1])
+    alpha = potentials.new_empty((B, T, L))
+    alpha[:, 0] = alpha0
+    inner = mp_vecmat(beta_t.unsqueeze(2), prefix)  # [B, K, m, L]
+    alpha[:, 1:] = inner.view(B, K * m, L)[:, :n]
+    return alpha
 
 
 def backpointers(potentials: Tensor, alpha: Tensor) -> Tensor:

@@ -20,7 +20,6 @@ Tables start at zero (not PyTorch's N(0, 1)).  No autograd: learners write the t
 
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -98,10 +97,9 @@ def chain_potentials(node: Tensor, edge: Tensor, batch: FeatureBatch) -> Tensor:
     there is no previous label, so every row holds the node scores.  Padding positions are 0.
     """
     N, L = node.shape
-    scores = edge + node.unsqueeze(1)  # [N, L, L]
-    first = torch.zeros(N, dtype=torch.bool, device=node.device)
-    first[batch.first_token] = True
-    scores = torch.where(first.view(N, 1, 1), node.unsqueeze(1).expand(N, L, L), scores)
+    scores = edge + node.unsqueeze(1)  # [N, L, L], a fresh tensor: written in place below
+    first = batch.first_token  # [B]
+    scores[first] = node[first].unsqueeze(1).expand(len(first), L, L)
     B, T = batch.num_docs, batch.max_length
     if B == 1:
         return scores.unsqueeze(0)
