@@ -183,6 +183,18 @@ def test_gradient_matches_finite_differences(edges):
             assert float(gflat[i]) == pytest.approx((up - down) / (2 * eps), abs=1e-6, rel=1e-5)
 
 
+@pytest.mark.parametrize("edges", [True, False])
+def test_float32_dp_is_close_to_float64_and_brute_force(edges):
+    features, labels, names = toy_problem(5, docs=9)
+    weights = random_weights(12, names, edges=edges)
+    f64, _, g64, e64 = objective_of(CRF(sigma2=2.0), weights, features, labels)
+    f32, _, g32, e32 = objective_of(CRF(sigma2=2.0, dtype="float32"), weights, features, labels)
+    assert f32 == pytest.approx(brute_objective(weights, features, labels, 2.0), rel=1e-5)
+    assert f32 == pytest.approx(f64, rel=1e-5) and e32 == e64
+    for a, b in zip(g32, g64, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
 def test_bucketing_does_not_change_the_objective():
     features, labels, names = toy_problem(6, docs=9)
     weights = random_weights(12, names)

