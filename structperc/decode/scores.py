@@ -11,6 +11,8 @@ read path scores from here; ``reference.path_score`` is the tests' loop over the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor
 
@@ -39,9 +41,32 @@ def path_scores(potentials: Tensor, lengths: Tensor, paths: Tensor) -> Tensor:
     B, T, L, _ = potentials.shape
     if paths.dim() != 3 or paths.shape[0] != B or paths.shape[2] > T:
         raise ValueError(f"paths must be [B={B}, n, T<={T}], got {tuple(paths.shape)}")
-    n, Tp = paths.shape[1], paths.shape[2]
-    if Tp < int(lengths.max()):
-        raise ValueError(f"paths have {Tp} positions, shorter than the longest sequence")
+    if paths.shape[2] < int(lengths.max()):
+        raise ValueError(f"paths have {paths.shape[2]} positions, fewer than the longest sequence")
+    return indexed_scores(potentials, path_index(paths, lengths, L))
+
+
+@dataclass
+class PathIndex:
+    """Where ``path_scores`` reads n paths per sequence, made once for fixed paths (the lists of
+    a reranker, scored again after every update): ``indexed_scores`` then costs one gather.
+
+    pairs:   [B, n, T'] previous label * L + label (previous 0 at t = 0; 0 past a length), int16
+             when L * L fits it (int32 otherwise): a reranker keeps one per training list.
+    real:    [B, 1, T'] bool, t < lengths[b].
+    missing: [B, n] bool, the path is all -1 (scores -inf).
+    """
+
+    pairs: Tensor
+    real: Tensor
+    missing: Tensor
+
+
+def path_index(paths: Tensor, lengths: Tensor, num_labels: int) -> PathIndex:
+    """The ``PathIndex`` of paths [B, n, T'] (as ``path_scores`` takes them) of sequences
+    ``lengths``; ValueError for a label outside 0..L-1 inside a sequence."""
+    L = num_labels
+    Tp = paths.shape[2]
     real = torch.arange(Tp, device=paths.device) < lengths.to(paths.device)[:, None]  # [B, T']
     real = real.unsqueeze(1)  # [B, 1, T']
     missing = paths[:, :, 0] < 0  # [B, n]
@@ -52,9 +77,17 @@ def path_scores(potentials: Tensor, lengths: Tensor, paths: Tensor) -> Tensor:
         raise ValueError(f"paths[{b}, {k}, {t}] = {value} is not a label in 0..{L - 1}")
     y = torch.where(real & ~missing.unsqueeze(-1), paths, torch.zeros_like(paths))  # [B, n, T']
     prev = torch.cat([torch.zeros_like(y[:, :, :1]), y[:, :, :-1]], dim=2)  # row 0 at t = 0
-    t_off = torch.arange(Tp, device=paths.device) * (L * L)  # [T']
-    index = (t_off + prev * L + y).view(B, n * Tp)  # into pot[b].view(T * L * L)
-    gathered = potentials.reshape(B, T * L * L).gather(1, index).view(B, n, Tp)
-    gathered = torch.where(real, gathered, torch.zeros_like(gathered))
+    small = torch.int16 if L * L <= torch.iinfo(torch.int16).max else torch.int32
+    return PathIndex((prev * L + y).to(small), real, missing)
+
+
+def indexed_scores(potentials: Tensor, index: PathIndex) -> Tensor:
+    """``path_scores`` of the paths of ``index`` under ``potentials`` [B, T, L, L]: [B, n]."""
+    B, T, L, _ = potentials.shape
+    n, Tp = index.pairs.shape[1], index.pairs.shape[2]
+    t_off = torch.arange(Tp, device=potentials.device) * (L * L)  # [T']
+    flat = (t_off + index.pairs.long()).view(B, n * Tp)  # into pot[b].view(T * L * L)
+    gathered = potentials.reshape(B, T * L * L).gather(1, flat).view(B, n, Tp)
+    gathered = torch.where(index.real, gathered, torch.zeros_like(gathered))
     scores = gathered[:, :, 0] + gathered[:, :, 1:].sum(-1)  # [B, n]: start + transitions
-    return scores.masked_fill(missing, float("-inf"))
+    return scores.masked_fill(index.missing, float("-inf"))

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from structperc.decode.scores import path_scores
+from structperc.decode.scores import PathIndex, indexed_scores, path_index
 from structperc.model.batch import Device, FeatureBatch, make_batch
 from structperc.model.ranker_weights import RankerWeights
 from structperc.model.updates import SparseDelta, path_delta
@@ -75,7 +75,9 @@ class RankingData:
 
 @dataclass
 class RankingBatch:
-    """One unit: its rows as paths [r, T], their L(x) [r], CSR global features, local features."""
+    """One unit: its rows as paths [r, T], their L(x) [r], CSR global features, local features,
+    and where the rows' local scores are read in the potentials (``decode.scores.PathIndex``,
+    made once per unit: the rows are scored again after every update)."""
 
     paths: Tensor
     base: Tensor
@@ -83,8 +85,13 @@ class RankingBatch:
     id_offsets: Tensor
     features: FeatureBatch
     first_candidate: int
+    path_index: PathIndex | None  # None without a chain (no local scores)
+    is_reference: Tensor  # [r] bool, the row equals row 0 (all False without a reference)
 
     def to(self, device) -> RankingBatch:
+        index = self.path_index
+        if index is not None:
+            index = PathIndex(*(t.to(device) for t in (index.pairs, index.real, index.missing)))
         return RankingBatch(
             self.paths.to(device),
             self.base.to(device),
@@ -92,6 +99,8 @@ class RankingBatch:
             self.id_offsets.to(device),
             self.features.to(device),
             self.first_candidate,
+            index,
+            self.is_reference.to(device),
         )
 
 
@@ -122,13 +131,19 @@ class CandidateList:
         lo, hi = int(data.offsets[u]), int(data.offsets[u + 1])
         paths = torch.stack([data.row(r) for r in range(lo, hi)])  # [r, T]
         a, b = int(data.id_offsets[lo]), int(data.id_offsets[hi])
+        features = make_batch(data.tokens.features, [u])
+        chain = self.weights.chain
         batch = RankingBatch(
             paths,
             data.base[lo:hi],
             data.ids[a:b],
             data.id_offsets[lo : hi + 1] - a,
-            make_batch(data.tokens.features, [u]),
+            features,
             data.first_candidate,
+            None if chain is None else path_index(paths[None], features.lengths, chain.num_labels),
+            (paths == paths[0]).all(dim=1)
+            if data.has_reference
+            else torch.zeros(len(paths), dtype=torch.bool),
         ).to(device)
         gold = paths[0] if data.has_reference else data.tokens.gold(u).to(device)
         return batch, gold
@@ -142,7 +157,7 @@ class CandidateList:
         if w.chain is None:
             return total, base
         potentials = w.chain.potentials(batch.features)  # [1, T, L, L]
-        local = path_scores(potentials, batch.features.lengths, batch.paths.unsqueeze(0))[0]
+        local = indexed_scores(potentials, batch.path_index)[0]  # path_scores of the rows
         return total + local, local
 
     def potentials(self, batch: RankingBatch) -> Tensor:
@@ -205,12 +220,16 @@ class CandidateList:
         cands = batch.paths[rows]
         if gold is None:
             is_gold = torch.zeros(len(cands), dtype=torch.bool, device=cands.device)
+        elif first and torch.equal(gold, batch.paths[0]):  # the reference: compared once
+            is_gold = batch.is_reference[rows]
         else:
             is_gold = (cands == gold.unsqueeze(0)).all(dim=1)
         gold_total = total[0] if first else None
         gold_local = local[0] if first else None
         csr = (batch.ids, batch.id_offsets)
-        return Candidates(cands, local[rows], total[rows], is_gold, gold_local, gold_total, csr)
+        return Candidates(
+            cands, local[rows], total[rows], is_gold, gold_local, gold_total, csr, list_rows=rows
+        )
 
     def candidate_delta(
         self, batch: RankingBatch, gold: Tensor, cands: Candidates, k: int, total: bool = True
@@ -218,7 +237,10 @@ class CandidateList:
         """h(reference) − h(candidate k) (``total=False``: the local part alone)."""
         if not batch.first_candidate:
             raise ValueError("candidate_delta needs units with a reference row")
-        row = int((batch.paths == cands.paths[k].unsqueeze(0)).all(dim=1)[1:].nonzero()[0]) + 1
+        if cands.list_rows is not None:
+            row = int(cands.list_rows[k])
+        else:
+            row = int((batch.paths == cands.paths[k].unsqueeze(0)).all(dim=1)[1:].nonzero()[0]) + 1
         delta = self.row_delta(batch, 0, row)
         if total:
             return delta
@@ -235,12 +257,22 @@ class CandidateList:
 
     @torch.no_grad()
     def winners(
-        self, data: RankingData, device: Device = "cpu", progress: bool = False
+        self,
+        data: RankingData,
+        device: Device = "cpu",
+        progress: bool = False,
+        cache: dict | None = None,
     ) -> list[int]:
-        """The row of the best candidate of every unit."""
+        """The row of the best candidate of every unit.  ``cache`` (a dict kept by the caller
+        for this ``data``) keeps each unit's batch for the next call (evaluation every epoch)."""
         out = []
         for u in bar(range(len(data)), enabled=progress, desc="rerank"):
-            batch, _ = self.instance(data, u, device)
+            if cache is None:
+                batch, _ = self.instance(data, u, device)
+            else:
+                if u not in cache:
+                    cache[u] = self.instance(data, u, device)
+                batch, _ = cache[u]
             total, _ = self.row_scores(batch)
             out.append(
                 int(data.offsets[u])

@@ -59,6 +59,7 @@ class Candidates:
     gold_total: Φ^a(y*)·α (0-d), None without a gold.
     rows:       CSR Φ^g (ids [nnz], offsets [r + 1]) of the gold (row 0, when given) and the
                 candidates, for ``DocumentRescoring.candidate_delta``.
+    list_rows:  [m] the row of each candidate in a fixed list (``CandidateList``), or None.
     """
 
     paths: Tensor
@@ -68,6 +69,7 @@ class Candidates:
     gold_local: Tensor | None
     gold_total: Tensor | None
     rows: tuple[Tensor, Tensor]
+    list_rows: Tensor | None = None
 
     def best(self) -> Tensor:
         """The candidate [T] of highest Φ^a·α (the first on ties)."""

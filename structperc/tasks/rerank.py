@@ -203,12 +203,13 @@ def run_rerank(
     best: dict = {"f1": -1.0}
 
     voters = {s: VoteState(structure, ranking[s]) for s in evaluated} if ranker.vote else {}
+    batches: dict[str, dict] = {s: {} for s in evaluated}  # each unit's batch, built once
 
     def predict(split: str) -> list[int]:
         if ranker.vote:
             voters[split].advance(updater.history or [])
             return voters[split].best_rows(updater.seen)
-        return structure.winners(ranking[split], settings.device)
+        return structure.winners(ranking[split], settings.device, cache=batches[split])
 
     def split_f1(split: str, winners: list[int]) -> tuple:
         tags = [[labels[i] for i in ranking[split].row(r).tolist()] for r in winners]
