@@ -83,7 +83,7 @@ def collect() -> dict[str, dict[int, tuple[float, float]]]:
             r = at_c[0]["result"]
             methods[name][seed] = (r["dev"]["f1"], r["test"]["f1"])
             methods["Margin perceptron"][seed] = (r["dev"]["base_f1"], r["test"]["base_f1"])
-    proposed = {0: RUNS / "main_job"}
+    proposed = {0: RUNS / "proposed_C1000"}
     proposed.update({int(p.name[-1]): p for p in RUNS.glob("seeds/proposed_C1000_seed*")})
     methods["Proposed"] = {}
     for seed, path in proposed.items():

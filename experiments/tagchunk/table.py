@@ -26,7 +26,7 @@ NER = [
         85.64,
         86.24,
     ),
-    ("Proposed (n' = 100), C = 1000", "main_job", "auto_tags/proposed_C1000", 86.30, 87.04),
+    ("Proposed (n' = 100), C = 1000", "proposed_C1000", "auto_tags/proposed_C1000", 86.30, 87.04),
 ]
 
 

@@ -2,7 +2,7 @@
 fills the POS and chunk columns, then a NER model tags; F1 and tokens per second next to the same
 model on the file with its given columns.
 
-    python experiments/tagchunk/token_only.py --model experiments/kazama2007/runs/main_job \\
+    python experiments/tagchunk/token_only.py --model experiments/kazama2007/runs/proposed_C1000 \\
         --tagger experiments/tagchunk/runs/conll00_tagchunk \\
         --out experiments/tagchunk/token_only.json
 
