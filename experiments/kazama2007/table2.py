@@ -251,6 +251,7 @@ EXTERNAL_SEEDS = [
     ("Margin perceptron, C = 1414, external gazetteers", ["external/margin_C1414_seed*"]),
     ("Proposed (n' = 100), C = 1000", ["proposed_C1000", "seeds/proposed_C1000_seed[12]"]),
     ("Proposed (n' = 100), C = 1000, external gazetteers", ["external/proposed_C1000_seed*"]),
+    ("Proposed (n' = 100), C = 500, external gazetteers", ["external/proposed_C500_seed*"]),
 ]
 
 
@@ -279,7 +280,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     t2, ab, sd = table2(), ablation(), seeds()
-    ext = seeds(EXTERNAL_SEEDS, pairs=((0, 1), (2, 3)))
+    ext = seeds(EXTERNAL_SEEDS, pairs=((0, 1), (2, 3), (3, 4)))
     conv = convergence()
     abl = seeds(EXTERNAL_ABLATION_SEEDS, pairs=tuple((0, k) for k in range(1, len(SOURCES) + 1)))
     print(t2)
