@@ -52,7 +52,7 @@ import crf_bench
 import dp_bench
 import nbest_bench
 import perceptron_bench
-import profile_bench
+import profile_render
 import proposed_bench
 import rerank_bench
 from common import HERE, QUICK_DOCS, REPO, corpus_info, find_data_dir, load_corpus, log
@@ -184,7 +184,7 @@ def write_readme(out_dir: Path, results: dict) -> str:
     text = render(results)
     profile = out_dir / "profile.json"
     if profile.is_file():
-        text += "\n" + "\n".join(profile_bench.render(json.loads(profile.read_text())))
+        text += "\n" + "\n".join(profile_render.render(json.loads(profile.read_text())))
     (out_dir / "README.md").write_text(text)
     return text
 
