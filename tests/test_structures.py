@@ -403,3 +403,13 @@ def test_iob2_constraints_change_what_the_chain_decodes():
         assert valid(y)
     with pytest.raises(ValueError, match="unknown constraint scheme"):
         ChainStructure(constrained.weights, constraints="bio")
+
+
+def test_candidate_list_winners_from_kept_batches_equal_fresh_ones():
+    structure, data = CandidateListCase().build(0)
+    cache: dict = {}
+    assert structure.winners(data, cache=cache) == structure.winners(data)
+    assert sorted(cache) == list(range(len(data)))
+    for seed in (1, 2):  # new weights: the kept batches hold no scores
+        randomize(structure.weights.tables(), torch.Generator().manual_seed(seed))
+        assert structure.winners(data, cache=cache) == structure.winners(data)
