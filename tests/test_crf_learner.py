@@ -191,6 +191,7 @@ def test_float32_dp_is_close_to_float64_and_brute_force(edges):
     f32, _, g32, e32 = objective_of(CRF(sigma2=2.0, dtype="float32"), weights, features, labels)
     assert f32 == pytest.approx(brute_objective(weights, features, labels, 2.0), rel=1e-5)
     assert f32 == pytest.approx(f64, rel=1e-5) and e32 == e64
+    assert f32 != f64  # the DP did run in float32
     for a, b in zip(g32, g64, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
 

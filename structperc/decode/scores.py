@@ -61,6 +61,9 @@ class PathIndex:
     real: Tensor
     missing: Tensor
 
+    def to(self, device) -> PathIndex:
+        return PathIndex(self.pairs.to(device), self.real.to(device), self.missing.to(device))
+
 
 def path_index(paths: Tensor, lengths: Tensor, num_labels: int) -> PathIndex:
     """The ``PathIndex`` of paths [B, n, T'] (as ``path_scores`` takes them) of sequences

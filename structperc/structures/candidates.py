@@ -89,9 +89,7 @@ class RankingBatch:
     is_reference: Tensor  # [r] bool, the row equals row 0 (all False without a reference)
 
     def to(self, device) -> RankingBatch:
-        index = self.path_index
-        if index is not None:
-            index = PathIndex(*(t.to(device) for t in (index.pairs, index.real, index.missing)))
+        index = None if self.path_index is None else self.path_index.to(device)
         return RankingBatch(
             self.paths.to(device),
             self.base.to(device),
@@ -237,11 +235,9 @@ class CandidateList:
         """h(reference) − h(candidate k) (``total=False``: the local part alone)."""
         if not batch.first_candidate:
             raise ValueError("candidate_delta needs units with a reference row")
-        if cands.list_rows is not None:
-            row = int(cands.list_rows[k])
-        else:
-            row = int((batch.paths == cands.paths[k].unsqueeze(0)).all(dim=1)[1:].nonzero()[0]) + 1
-        delta = self.row_delta(batch, 0, row)
+        if cands.list_rows is None:
+            raise ValueError("candidate_delta needs the candidates of CandidateList.candidates")
+        delta = self.row_delta(batch, 0, int(cands.list_rows[k]))
         if total:
             return delta
         return SparseDelta({n: v for n, v in delta.parts.items() if n in ("node", "edge")})
