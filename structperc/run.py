@@ -42,14 +42,22 @@ DISTRIBUTED_TASKS = ("tagging", "joint")  # the tasks that train one model on se
 
 def fit_settings(cfg: DictConfig, group: Group = SERIAL) -> FitSettings:
     """The training loop's settings: ``trainer.{max_epochs,tol,patience,shuffle,progress,
-    mixing}``, ``seed`` and ``device`` (this rank's GPU under torchrun)."""
+    mixing,processes}``, ``seed`` and ``device`` (this rank's GPU under torchrun)."""
     keys = ("max_epochs", "tol", "patience", "shuffle", "progress")
     return FitSettings(
         **{k: cfg.trainer[k] for k in keys},
         seed=cfg.seed,
         device=group.device_of(cfg.device),
         mixing=cfg.trainer.get("mixing", "uniform"),
+        processes=check_processes(cfg.trainer.get("processes", 1)),
     )
+
+
+def check_processes(processes) -> int:
+    """``trainer.processes`` as an int >= 1, else ValueError naming the key."""
+    if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+        raise ValueError(f"trainer.processes must be an integer >= 1, got {processes!r}")
+    return processes
 
 
 def start_group(cfg: DictConfig) -> Group:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
@@ -29,6 +29,7 @@ import torch
 
 from structperc.checkpoint import Checkpoint
 from structperc.distributed import SERIAL, Group, token_balanced_shards
+from structperc.forking import Child, SharedTables, can_fork
 from structperc.learn.base import Learner, StepStats
 from structperc.model.mixing import ParameterMixing
 from structperc.model.updates import Updater
@@ -111,7 +112,11 @@ class FitSettings:
     """What a run's configuration tells a training loop: at most ``max_epochs`` epochs, the
     convergence rule (``tol``, ``patience``), the order of the training data (``shuffle``,
     ``seed``), where the tables live (``device``), whether to show progress bars, and how
-    ranks mix their weights after an epoch (``mixing``: "uniform" or "updates")."""
+    ranks mix their weights after an epoch (``mixing``: "uniform" or "updates").
+
+    ``processes`` > 1 lets a serial training on CPU fork children to use more cores, with
+    bit-identical results: BPM's single epochs run side by side, and each epoch's evaluation and
+    checkpoint run while the next epoch trains (``forking.py``)."""
 
     max_epochs: int = 50
     tol: float = 1e-4
@@ -121,6 +126,7 @@ class FitSettings:
     device: str | torch.device = "cpu"
     progress: bool = True
     mixing: str = "uniform"
+    processes: int = 1
 
 
 def fit(
@@ -174,26 +180,40 @@ def fit(
         bpm_seconds = time.perf_counter() - t0
     history = list(past)
 
+    def save_checkpoint() -> None:
+        if checkpoint is not None and learner.online and group.is_main:
+            checkpoint.save(updater, convergence.state(), [asdict(h) for h in history])
+
     def after_epoch(ep: EpochLog) -> None:
         if on_epoch is not None:
             on_epoch(ep)
         history.append(ep)
-        if checkpoint is not None and learner.online and group.is_main:
-            checkpoint.save(updater, convergence.state(), [asdict(h) for h in history])
+        save_checkpoint()
 
+    overlapped = None
+    overlap = learner.online and settings.processes > 1 and not group.parallel
+    if overlap and can_fork(settings.device) and getattr(on_epoch, "forkable", False):
+        overlapped = OverlappedReports(on_epoch, history, save_checkpoint)
     if learner.online:
-        result = run_epochs(
-            learner,
-            structure,
-            updater,
-            data,
-            settings,
-            on_epoch=after_epoch,
-            on_epoch_start=on_epoch_start,
-            start_epoch=start_epoch,
-            convergence=convergence,
-            group=group,
-        )
+        try:
+            result = run_epochs(
+                learner,
+                structure,
+                updater,
+                data,
+                settings,
+                on_epoch=after_epoch if overlapped is None else overlapped.submit,
+                on_epoch_start=on_epoch_start,
+                start_epoch=start_epoch,
+                convergence=convergence,
+                group=group,
+            )
+        except BaseException:
+            if overlapped is not None:
+                overlapped.abandon()
+            raise
+        if overlapped is not None:
+            overlapped.finish()
     else:
         result = learner.fit(structure, updater, data, settings, on_epoch=after_epoch, group=group)
     result.history = history
@@ -201,6 +221,54 @@ def fit(
     result.resumed_from = start_epoch if resume else None
     result.previous_seconds = sum(h.seconds for h in past)
     return result
+
+
+class OverlappedReports:
+    """``fit``'s end-of-epoch work with epoch k's evaluation and checkpoint in a forked child
+    while the parent trains epoch k + 1 (``settings.processes`` > 1).
+
+    ``report`` is a two-phase ``on_epoch`` hook marked ``forkable``: ``measure(ep)`` reads the
+    weights (the evaluation) and changes nothing but ``ep.extra``; ``publish(ep, measured)``
+    logs it.  The child, holding the weights as they were at the end of epoch k, measures and
+    writes the checkpoint with the complete history; the parent takes the child's result before
+    it forks the next one, so checkpoints are written in order and the logs, TensorBoard scalars
+    and history are those of the serial loop, one epoch later in time.
+    """
+
+    def __init__(self, report, history: list[EpochLog], save_checkpoint: Callable[[], None]):
+        self.report, self.history, self.save_checkpoint = report, history, save_checkpoint
+        self.pending: tuple[EpochLog, Child] | None = None
+
+    def submit(self, ep: EpochLog) -> None:
+        self.finish()
+
+        def work() -> tuple[dict, dict]:
+            measured = self.report.measure(ep)
+            self.history.append(ep)
+            self.save_checkpoint()
+            return measured, ep.extra
+
+        child = Child(work, name=f"epoch {ep.epoch}'s evaluation and checkpoint")
+        self.pending = (ep, child)
+        self.history.append(ep)
+
+    def finish(self) -> None:
+        """Take the pending epoch's result and publish it."""
+        if self.pending is None:
+            return
+        ep, child = self.pending
+        self.pending = None
+        measured, extra = child.result()
+        ep.extra.update(extra)
+        self.report.publish(ep, measured)
+
+    def abandon(self) -> None:
+        """After an error in the parent: let the pending checkpoint finish, drop the report."""
+        if self.pending is not None:
+            try:
+                self.finish()
+            except Exception:  # noqa: BLE001 - the parent's own error is the one raised
+                log.exception("the overlapped evaluation of the last epoch failed as well")
 
 
 def run_epochs(
@@ -288,16 +356,22 @@ def bpm_initialize(
     """Kazama & Torisawa's BPM initialisation: average ``learner.bpm_runs`` single epochs from
     zero, each over a differently shuffled order (seeds ``seed * 1000 + k``, k = 1, 2, ...),
     without averaging inside a run, and leave that average in ``updater.weights``.  On several
-    ranks each single epoch is a mixed one."""
+    ranks each single epoch is a mixed one.
+
+    With ``settings.processes`` > 1 (one rank, CPU tables) up to that many single epochs run at
+    once in forked children (``forking.py``); their tables are summed in run order, so the
+    average is bit-identical to the serial loop's."""
     weights = updater.weights
     tables = weights.tables()
     total = {n: torch.zeros_like(t) for n, t in tables.items()}
     runs = learner.bpm_runs
-    for k in range(runs):
+
+    def single_run(k: int, progress: bool = settings.progress) -> None:
         with torch.no_grad():
             for t in tables.values():
                 t.zero_()
-        one = replace(settings, max_epochs=1, shuffle=True, seed=settings.seed * 1000 + k + 1)
+        seed = settings.seed * 1000 + k + 1
+        one = replace(settings, max_epochs=1, shuffle=True, seed=seed, progress=progress)
         run_epochs(
             learner,
             structure,
@@ -307,9 +381,42 @@ def bpm_initialize(
             on_epoch_start=on_epoch_start,
             group=group,
         )
-        for n, t in tables.items():
+
+    def add(run_tables: dict[str, torch.Tensor], k: int) -> None:
+        for n, t in run_tables.items():
             total[n] += t
         log.info("BPM run %d/%d done", k + 1, runs)
+
+    workers = min(settings.processes, runs)
+    if workers > 1 and not group.parallel and can_fork(settings.device):
+        slots = [SharedTables(tables) for _ in range(workers)]
+        pending: deque[tuple[int, Child]] = deque()
+
+        def in_child(k: int) -> Callable[[], None]:
+            def work() -> None:  # no progress bars from the children
+                single_run(k, progress=False)
+                slots[k % workers].copy_from(tables)
+
+            return work
+
+        try:
+            for k in range(runs):
+                if len(pending) == workers:  # its slot is the one run k will write
+                    j, child = pending.popleft()
+                    child.result()
+                    add(slots[j % workers].tables, j)
+                pending.append((k, Child(in_child(k), name=f"BPM run {k + 1}")))
+            while pending:
+                j, child = pending.popleft()
+                child.result()
+                add(slots[j % workers].tables, j)
+        finally:
+            for _, child in pending:
+                child.kill()
+    else:
+        for k in range(runs):
+            single_run(k)
+            add(tables, k)
     with torch.no_grad():
         for n, t in tables.items():
             t.copy_(total[n] / runs)

@@ -15,6 +15,7 @@ import torch
 from hydra_runs import compose_config, run_main, write_synthetic_conll2003
 from test_structures import iob2_valid
 
+from structperc.io import load_tensors
 from structperc.model.files import load_model
 from structperc.predict import tag_file
 
@@ -120,7 +121,6 @@ def test_real_smoke_run(tmp_path, data_dir, monkeypatch):
 
 
 def test_killed_training_resumes_to_the_same_model(tmp_path, synthetic_dir, monkeypatch):
-    from structperc.io import load_tensors
 
     common = ["features.gazetteer=none", "learner=averaged", "write_predictions=false"]
     _run(tmp_path, synthetic_dir, [*common, "trainer.max_epochs=4"], monkeypatch, "straight")
@@ -168,6 +168,33 @@ def test_nonlocal_run_trains_saves_and_predicts(tmp_path, synthetic_dir, monkeyp
     assert "document_features" in info and weights.global_.weight.abs().sum() > 0
     scores = tag_file(out, synthetic_dir / "conll2003" / "test.txt", tmp_path / "t.txt")
     assert scores.f1 == pytest.approx(results["test"]["f1"])
+
+
+def test_processes_2_gives_the_run_of_one_process(tmp_path, synthetic_dir, monkeypatch):
+    """trainer.processes=2: BPM runs side by side, evaluation and checkpoint overlapping the
+    next epoch; the same results, history and model files as one process."""
+    common = [
+        "+experiment=conll03_nonlocal",
+        "features.gazetteer=none",
+        "features.gazetteers=[]",
+        "trainer.max_epochs=3",
+        "learner.n=5",
+        "learner.bpm_runs=3",
+        "decoder.n_test=8",
+    ]
+    runs = {}
+    for p in (1, 2):
+        runs[p] = _run(
+            tmp_path, synthetic_dir, [*common, f"trainer.processes={p}"], monkeypatch, f"p{p}"
+        )
+    (one, out1), (two, out2) = runs[1], runs[2]
+    assert (one["epochs"], one["stopped_by"]) == (two["epochs"], two["stopped_by"])
+    assert one["dev"]["f1"] == two["dev"]["f1"] and one["test"]["f1"] == two["test"]["f1"]
+    strip = [{k: v for k, v in h.items() if k != "seconds"} for h in one["history"]]
+    assert strip == [{k: v for k, v in h.items() if k != "seconds"} for h in two["history"]]
+    assert all("dev_f1" in h for h in two["history"])
+    a, b = load_tensors(out1 / "model.safetensors"), load_tensors(out2 / "model.safetensors")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_margin_perceptron_with_bpm_starts_from_the_average_of_single_epochs(

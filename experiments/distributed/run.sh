@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 R=experiments/distributed/runs
 TORCHRUN="${TORCHRUN:-.venv/bin/torchrun}"
-S="distributed=torch trainer.progress=false write_predictions=false save_model=false"
+S="distributed=torch trainer.processes=1 trainer.progress=false write_predictions=false save_model=false"
 
 run() {  # run NAME RANKS OVERRIDES...
   local name=$1 n=$2

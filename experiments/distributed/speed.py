@@ -37,6 +37,7 @@ COMMON = [
     "trainer.progress=false",
     "trainer.eval_every=0",
     "trainer.checkpoint=false",
+    "trainer.processes=1",  # one core per rank, so one rank is the serial baseline
     "write_predictions=false",
     "save_model=false",
 ]

@@ -9,8 +9,8 @@ read from the feature cache by all of them:
 * margin perceptron: ``+experiment=conll03_local learner=margin`` (the first model's settings);
 * re-ranking K: the fold jobs of the jackknife as one Hydra multirun, two jobs at a time
   (``task.fold=0,...,4,all``, into a fresh lists folder), plus the ranker run reading them;
-* proposed: ``+experiment=conll03_nonlocal features.gazetteers=[]`` (BPM included; the paper's
-  features, as the margin perceptron's).
+* proposed: ``+experiment=conll03_nonlocal features.gazetteers=[] trainer.processes=1`` (BPM
+  included, on one core like the other rows; the paper's features, as the margin perceptron's).
 
 The two re-rankers share the lists (the same first models), so both rows count the fold jobs.
 """
@@ -96,7 +96,8 @@ def main() -> None:
         }
     if not args.no_proposed:
         t = timed(
-            ["+experiment=conll03_nonlocal", "features.gazetteers=[]", *seed, *QUIET]
+            ["+experiment=conll03_nonlocal", "features.gazetteers=[]", "trainer.processes=1"]
+            + [*seed, *QUIET]
             + [f"hydra.run.dir={work}/p"],
             work / "proposed.log",
         )

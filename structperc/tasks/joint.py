@@ -42,7 +42,7 @@ from structperc.model.label_chunk_weights import LabelChunkWeights
 from structperc.model.updates import Updater
 from structperc.monitor import Monitor
 from structperc.structures.label_chunk import LabelChunkStructure, PartData
-from structperc.tasks.report import epoch_reporter, finish, history_rows, timed
+from structperc.tasks.report import EpochReporter, finish, history_rows, timed
 from structperc.train import FitSettings, fit
 
 log = logging.getLogger(__name__)
@@ -156,7 +156,7 @@ def run_joint(
 
     signature = {"pos_tags": list(POS_TAGS), "chunk_tags": list(CHUNK_TAGS)}
     hooks = {
-        "on_epoch": epoch_reporter(
+        "on_epoch": EpochReporter(
             monitor,
             updater,
             eval_every if group.is_main else 0,

@@ -49,7 +49,7 @@ from structperc.rerank.features import (
 from structperc.structures.candidates import CandidateList
 from structperc.structures.chain import ChainData
 from structperc.structures.voting import VoteState
-from structperc.tasks.report import chunk_scores, epoch_reporter, finish, history_rows
+from structperc.tasks.report import EpochReporter, chunk_scores, finish, history_rows
 from structperc.train import FitSettings, fit
 
 log = logging.getLogger(__name__)
@@ -224,8 +224,9 @@ def run_rerank(
         return {"f1": s.f1, "precision": s.precision, "recall": s.recall}
 
     t0 = time.perf_counter()
-    report = epoch_reporter(
-        monitor, updater, eval_every, eval_split, evaluate_during_training, ("f1",)
+    # not forkable: the evaluation keeps the best epoch's weights
+    report = EpochReporter(
+        monitor, updater, eval_every, eval_split, evaluate_during_training, ("f1",), False
     )
     result = fit(ranker, structure, updater, ranking["train"], ranker_settings, on_epoch=report)
     updater.finalize()

@@ -39,7 +39,7 @@ from structperc.model.weights import ChainWeights
 from structperc.monitor import Monitor
 from structperc.structures.chain import ChainData, ChainStructure
 from structperc.structures.rescoring import DocumentRescoring
-from structperc.tasks.report import chunk_scores, epoch_reporter, finish, history_rows
+from structperc.tasks.report import EpochReporter, chunk_scores, finish, history_rows
 from structperc.train import FitSettings, fit
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ def run_tagging(
         return {"f1": s.f1, "precision": s.precision, "recall": s.recall}
 
     every = eval_every if group.is_main else 0
-    report = epoch_reporter(monitor, updater, every, eval_split, evaluate_during_training, ("f1",))
+    report = EpochReporter(monitor, updater, every, eval_split, evaluate_during_training, ("f1",))
     checkpoints = Checkpoint(out_dir / "checkpoint", {"labels": labels}) if checkpoint else None
     hooks = {"on_epoch": report, "checkpoint": checkpoints, "resume": resume, "group": group}
     result = fit(learner, structure, updater, data["train"], settings, **hooks)
