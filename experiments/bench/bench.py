@@ -323,6 +323,11 @@ def render(results: dict) -> str:
     )
     lines += [
         "",
+        "Two pages beside this one, each written by its own script: [`GPU.md`](gpu/GPU.md) "
+        "(`gpu_bench.py`: the same code on a CUDA device against that machine's CPU and "
+        "CRFsuite) and [`MAIN_JOB.md`](MAIN_JOB.md) (`main_job.py`: `make run`'s wall time with "
+        "one process and with `trainer.processes=2`).",
+        "",
         "## Command",
         "",
         how,

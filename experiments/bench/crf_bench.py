@@ -81,7 +81,8 @@ def worker_structperc(cfg: dict, edges: bool = True) -> dict:
     labels = shared.labels
     y = encode_labels(corpus["train"], labels)
     # from zero, as a CRF run starts; edges=False: node features + a transition matrix
-    weights = ChainWeights(feats.num_features, labels, edges=edges)
+    device = cfg.get("device", "cpu")  # gpu_bench.py: "cuda"
+    weights = ChainWeights(feats.num_features, labels, edges=edges).to(device)
     structure = ChainStructure(weights)
     learner = CRF(sigma2=cfg["sigma2"], tol=0.0, semiring=cfg["semiring"], dtype=cfg["dtype"])
     sw = Stopwatch()
@@ -90,7 +91,7 @@ def worker_structperc(cfg: dict, edges: bool = True) -> dict:
         structure,
         Updater(weights),
         ChainData(mats["train"], y),
-        FitSettings(max_epochs=cfg["iterations"], progress=False),
+        FitSettings(max_epochs=cfg["iterations"], progress=False, device=device),
     )
     out: dict = {"system": "structperc" if edges else "structperc_nodes"}
     out["train_total_s"] = sw.lap()[0]
@@ -102,7 +103,7 @@ def worker_structperc(cfg: dict, edges: bool = True) -> dict:
     out["setup_s"] = out["train_total_s"] - sum(out["iteration_s_all"])
     out["parameters"] = sum(t.numel() for t in weights.tables().values())
     out["surface_features"] = feats.num_features
-    pred = structure.predict(ChainData(mats["test"]))
+    pred = structure.predict(ChainData(mats["test"]), device=device)
     out["test_f1_after_k"] = test_f1(corpus["test"], [[labels[i] for i in p] for p in pred])
     out["peak_rss_mb"] = max_rss_mb()
     times = ", ".join(f"{s:.2f}" for s in out["iteration_s_all"])

@@ -125,6 +125,8 @@ class Updater:
         if self.history is not None:
             self.history.append((self.seen, delta if scale == 1.0 else delta.scaled(scale)))
         for name, (index, vals) in delta.parts.items():
+            device = tables[name].device  # deltas made on the CPU (Φ^g counts) reach GPU tables
+            index, vals = index.to(device), vals.to(device)
             tables[name].view(-1).index_add_(0, index, vals, alpha=scale)
             if self.journal is not None:
                 self.journal.append((name, index))
