@@ -2,7 +2,7 @@
 # The runs behind experiments/distributed/README.md: full CoNLL-2003, 1, 2 and 4 ranks under
 # torchrun on one machine (4 ranks oversubscribe a 2-core machine: accuracy only, not speed).
 #   bash experiments/distributed/run.sh            # everything (hours on 2 cores)
-#   bash experiments/distributed/run.sh margin     # one family: margin | proposed | crf | crf200
+#   bash experiments/distributed/run.sh margin     # one family: margin | margin_avg | proposed | crf | crf200
 # (crf200: the CRF to convergence on the first 200 training documents, hours less than crf)
 # A run that is interrupted resumes from its per-epoch checkpoint when started again.
 set -euo pipefail
@@ -28,11 +28,13 @@ for family in "${@:-margin proposed crf200 crf}"; do
   for f in $family; do
     case $f in
       margin) for n in 1 2 4; do run margin $n +experiment=conll03_local learner=margin; done ;;
+      margin_avg) for n in 1 2 4; do
+          run margin_avg $n +experiment=conll03_local learner=margin learner.average=true; done ;;
       proposed) for n in 1 2 4; do run proposed $n +experiment=conll03_nonlocal; done ;;
       crf) for n in 1 2; do run crf $n +experiment=conll03_crf learner.sigma2=100; done ;;
       crf200) for n in 1 2; do
           run crf200 $n +experiment=conll03_crf learner.sigma2=100 +data.train_docs=200; done ;;
-      *) echo "unknown family $f (margin | proposed | crf | crf200)"; exit 2 ;;
+      *) echo "unknown family $f (margin | margin_avg | proposed | crf | crf200)"; exit 2 ;;
     esac
   done
 done

@@ -16,7 +16,11 @@ from summarize import replace_section  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RUNS = HERE / "runs"
-PERCEPTRONS = [("Margin perceptron, C = 1414", "margin"), ("Proposed (main job)", "proposed")]
+PERCEPTRONS = [
+    ("Margin perceptron, C = 1414", "margin"),
+    ("Margin perceptron, C = 1414, averaged", "margin_avg"),
+    ("Proposed (main job)", "proposed"),
+]
 
 
 def load(name: str) -> dict | None:
