@@ -360,7 +360,9 @@ def bpm_initialize(
 
     With ``settings.processes`` > 1 (one rank, CPU tables) up to that many single epochs run at
     once in forked children (``forking.py``); their tables are summed in run order, so the
-    average is bit-identical to the serial loop's."""
+    average is bit-identical to the serial loop's.  Only the tables come back from a child: this
+    relies on a training step changing nothing else that later steps read (true of every
+    learner and structure here; the non-local vocabulary, for one, is fixed before training)."""
     weights = updater.weights
     tables = weights.tables()
     total = {n: torch.zeros_like(t) for n, t in tables.items()}
@@ -399,17 +401,18 @@ def bpm_initialize(
 
             return work
 
+        def collect() -> None:  # the oldest run, so the sum keeps the serial order
+            j, child = pending.popleft()
+            child.result()
+            add(slots[j % workers].tables, j)
+
         try:
             for k in range(runs):
                 if len(pending) == workers:  # its slot is the one run k will write
-                    j, child = pending.popleft()
-                    child.result()
-                    add(slots[j % workers].tables, j)
+                    collect()
                 pending.append((k, Child(in_child(k), name=f"BPM run {k + 1}")))
             while pending:
-                j, child = pending.popleft()
-                child.result()
-                add(slots[j % workers].tables, j)
+                collect()
         finally:
             for _, child in pending:
                 child.kill()
