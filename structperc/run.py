@@ -53,11 +53,17 @@ def fit_settings(cfg: DictConfig, group: Group = SERIAL) -> FitSettings:
     )
 
 
-def check_processes(processes) -> int:
-    """``trainer.processes`` as an int >= 1, else ValueError naming the key."""
+def check_processes(processes, cores: int | None = None) -> int:
+    """``trainer.processes`` as an int >= 1 (else ValueError naming the key), at most the
+    ``cores`` this process may run on (default: its CPU affinity): more would only queue."""
     if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
         raise ValueError(f"trainer.processes must be an integer >= 1, got {processes!r}")
-    return processes
+    if cores is None:
+        affinity = getattr(os, "sched_getaffinity", None)
+        cores = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    if processes > cores:
+        log.info("trainer.processes=%d but %d core(s) here: using %d", processes, cores, cores)
+    return min(processes, cores)
 
 
 def start_group(cfg: DictConfig) -> Group:

@@ -65,8 +65,9 @@ def test_shared_tables_carry_a_childs_tables_to_the_parent():
         assert slot.tables[n].dtype == v.dtype and torch.equal(slot.tables[n], v)
 
 
-def test_processes_must_be_a_positive_integer():
-    assert check_processes(2) == 2
+def test_processes_must_be_a_positive_integer_and_are_capped_by_the_cores():
+    assert check_processes(2, cores=4) == 2 and check_processes(3, cores=2) == 2
+    assert check_processes(1, cores=1) == 1 and 1 <= check_processes(2) <= 2
     for bad in (0, -1, 1.5, "2", True):
         with pytest.raises(ValueError, match="trainer.processes must be an integer >= 1"):
             check_processes(bad)
