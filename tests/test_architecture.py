@@ -123,7 +123,13 @@ def test_nothing_below_imports_an_entry_point(graph):
 
 
 LAYERS = [  # lower layers never import higher ones
-    {"structperc.io", "structperc.monitor", "structperc.progress", "structperc.cli"},
+    {
+        "structperc.io",
+        "structperc.monitor",
+        "structperc.progress",
+        "structperc.cli",
+        "structperc.forking",
+    },
     {"structperc.distributed"},
     {"structperc.data", "structperc.eval"},
     {"structperc.features"},
