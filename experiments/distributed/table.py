@@ -105,6 +105,15 @@ def c_over_r() -> str:
 CRFS = [("all 946 training documents", "crf"), ("the first 200 training documents", "crf200")]
 
 
+# an earlier serial run of the same settings (structperc.run without torchrun, earlier code)
+SERIAL_REFERENCE = {
+    "crf": (
+        "all 946 training documents, an earlier serial run (`kazama2007/runs/crf_sigma2_100`)",
+        HERE.parent / "kazama2007" / "runs" / "crf_sigma2_100" / "results.json",
+    )
+}
+
+
 def crf() -> str:
     lines = [
         "| training set | ranks | iterations (stopped by) | final objective | relative to 1 rank "
@@ -128,6 +137,15 @@ def crf() -> str:
                 f"| {label} | {n} | {r['epochs']} ({r['stopped_by']}) | {f:.6g} | {rel} "
                 f"| {r['dev']['f1']:.2f} | {r['test']['f1']:.2f} | {r['train_seconds']:,.0f} "
                 f"| {per:.2f} |"
+            )
+        if name in SERIAL_REFERENCE and base:  # how far two serial runs end apart
+            label2, path = SERIAL_REFERENCE[name]
+            r = json.loads(path.read_text())
+            f, f1 = r["history"][-1]["objective"], base["history"][-1]["objective"]
+            lines.append(
+                f"| {label2} | 1 | {r['epochs']} ({r['stopped_by']}) | {f:.6g} "
+                f"| {abs(f - f1) / abs(f1):.1e} | {r['dev']['f1']:.2f} | {r['test']['f1']:.2f} "
+                f"| {r['train_seconds']:,.0f} | – |"
             )
     return "\n".join(lines) + "\n"
 
