@@ -87,7 +87,7 @@ def render(data: dict) -> str:
         f"faster; BPM {med[1]['bpm_seconds']:.1f} → {med[2]['bpm_seconds']:.1f} s, training "
         f"{med[1]['train_seconds']:.1f} → {med[2]['train_seconds']:.1f} s). Target ≤ "
         f"{TARGET_SECONDS:.0f} s: {verdict}. Every run gave the same dev and test F1 and a "
-        f"byte-identical model file: {data['identical']}.",
+        f"byte-identical model file: {'yes' if data['identical'] else 'NO'}.",
         "",
         "`job_seconds` counts from the corpus in memory (features from the cache) to the model "
         "file; training seconds exclude BPM; with two processes each epoch's dev evaluation and "
