@@ -114,6 +114,37 @@ SERIAL_REFERENCE = {
 }
 
 
+# the margin perceptron (C = 1414) to the paper's rule: the serial run is Table 2's
+CONVERGED = [
+    (1, HERE.parent / "kazama2007" / "runs" / "converge" / "margin_C1414"),
+    (2, RUNS / "margin_converge_r2"),
+]
+
+
+def converged() -> str:
+    lines = [
+        "| ranks | epochs (stopped by) | dev F1 | test F1 | dev Δ | test Δ "
+        "| dev F1, last 10 epochs (Δ) | run |",
+        "|---:|---|---:|---:|---:|---:|---:|---|",
+    ]
+    base = None
+    for n, path in CONVERGED:
+        f = path / "results.json"
+        if not f.is_file():
+            lines.append(f"| {n} |" + " – |" * 7)
+            continue
+        r = json.loads(f.read_text())
+        base = base or r
+        last, last0 = last_epochs_dev(r), last_epochs_dev(base)
+        dev, test = r["dev"]["f1"], r["test"]["f1"]
+        lines.append(
+            f"| {n} | {r['epochs']} ({r['stopped_by']}) | {dev:.2f} | {test:.2f} "
+            f"| {dev - base['dev']['f1']:+.2f} | {test - base['test']['f1']:+.2f} "
+            f"| {last:.2f} ({last - last0:+.2f}) | `{path.relative_to(HERE.parent)}` |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def crf() -> str:
     lines = [
         "| training set | ranks | iterations (stopped by) | final objective | relative to 1 rank "
@@ -176,12 +207,15 @@ def speed() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument(
-        "--readme", type=Path, help="README to update (perceptrons, c_over_r, crf, speed)"
+        "--readme",
+        type=Path,
+        help="README to update (perceptrons, c_over_r, converged, crf, speed)",
     )
     args = ap.parse_args()
     sections = (
         ("perceptrons", perceptrons()),
         ("c_over_r", c_over_r()),
+        ("converged", converged()),
         ("crf", crf()),
         ("speed", speed()),
     )
