@@ -30,7 +30,7 @@ for family in "${@:-margin proposed crf200 crf}"; do
       margin) for n in 1 2 4; do run margin $n +experiment=conll03_local learner=margin; done ;;
       margin_avg) for n in 1 2 4; do
           run margin_avg $n +experiment=conll03_local learner=margin learner.average=true; done ;;
-      proposed) for n in 1 2 4; do run proposed $n +experiment=conll03_nonlocal; done ;;
+      proposed) for n in 1 2 4; do run proposed $n +experiment=conll03_nonlocal "features.gazetteers=[]"; done ;;
       crf) for n in 1 2; do run crf $n +experiment=conll03_crf learner.sigma2=100; done ;;
       crf200) for n in 1 2; do
           run crf200 $n +experiment=conll03_crf learner.sigma2=100 +data.train_docs=200; done ;;
