@@ -250,6 +250,37 @@ def iteration_times(stamped: list[tuple[float, float, str]], clock: int) -> list
 # ---------------------------------------------------------------------------------------------
 # the shared model: averaged perceptron + feature matrices, saved once per bench run
 # ---------------------------------------------------------------------------------------------
+def train_shared_weights(cfg: dict, epochs: int) -> tuple:
+    """The bench's shared model: CoNLL-2003 (``load_corpus``), the local features fitted on
+    train, ``epochs`` averaged-perceptron epochs (shuffled, seed 0), averaged.
+
+    Returns (corpus, features, matrices by split, labels, training label ids, weights)."""
+    from structperc.data.tags import encode_labels, label_set
+    from structperc.learn.perceptron import Perceptron
+    from structperc.model.updates import Updater
+    from structperc.model.weights import ChainWeights
+    from structperc.structures.chain import ChainData, ChainStructure
+    from structperc.train import FitSettings, fit
+
+    corpus = load_corpus(cfg)
+    feats = make_features(cfg)
+    feats.fit(corpus["train"])
+    mats = {s: feats.transform(docs, training=(s == "train")) for s, docs in corpus.items()}
+    labels = label_set(corpus["train"])
+    y = encode_labels(corpus["train"], labels)
+    weights = ChainWeights(feats.num_features, labels)
+    updater = Updater(weights, average=True)
+    fit(
+        Perceptron(average=True),
+        ChainStructure(weights),
+        updater,
+        ChainData(mats["train"], y),
+        FitSettings(max_epochs=epochs, tol=0.0, shuffle=True, seed=0, progress=False),
+    )
+    updater.finalize()
+    return corpus, feats, mats, labels, y, weights
+
+
 def save_shared_model(directory: Path, weights, features, mats: dict, info: dict) -> None:
     """The model (``save_model``: tables, vocabulary) and the CSR matrices of every split."""
     from structperc.io import atomic_save_tensors

@@ -36,7 +36,14 @@ from functools import partial
 from pathlib import Path
 
 import torch
-from common import find_data_dir, load_corpus, log, make_features, save_shared_model, setup_threads
+from common import (
+    find_data_dir,
+    log,
+    make_features,
+    save_shared_model,
+    setup_threads,
+    train_shared_weights,
+)
 
 HERE = Path(__file__).resolve().parent
 ACCEL = "cuda"  # the device measured against the CPU (--dry-run: the CPU again, small data)
@@ -213,13 +220,6 @@ def crfsuite_tagging(cfg: dict, corpus: dict, tokens: int, repeats: int) -> dict
 
 
 def measure(args, save=None) -> dict:
-    from structperc.data.tags import encode_labels, label_set
-    from structperc.learn.perceptron import Perceptron
-    from structperc.model.updates import Updater
-    from structperc.model.weights import ChainWeights
-    from structperc.structures.chain import ChainData, ChainStructure
-    from structperc.train import FitSettings, fit
-
     setup_threads(1)
     limits = {"train": 40, "dev": 10, "test": 10} if args.dry_run else {}
     cfg = {
@@ -232,21 +232,7 @@ def measure(args, save=None) -> dict:
         "semiring": "scaled",
         "dtype": "float64",
     }
-    corpus = load_corpus(cfg)
-    features = make_features(cfg).fit(corpus["train"])
-    mats = {s: features.transform(d, training=s == "train") for s, d in corpus.items()}
-    labels = label_set(corpus["train"])
-    y = encode_labels(corpus["train"], labels)
-    weights = ChainWeights(features.num_features, labels)
-    updater = Updater(weights, average=True)
-    fit(
-        Perceptron(average=True),
-        ChainStructure(weights),
-        updater,
-        ChainData(mats["train"], y),
-        FitSettings(max_epochs=args.epochs, progress=False),
-    )
-    updater.finalize()
+    corpus, features, mats, labels, y, weights = train_shared_weights(cfg, args.epochs)
     tokens = mats["test"].num_tokens
     data = {
         "rows": [],

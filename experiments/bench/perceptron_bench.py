@@ -51,6 +51,7 @@ from common import (
     stamped_trainer,
     tensor_mb,
     test_f1,
+    train_shared_weights,
     worker_main,
 )
 
@@ -182,29 +183,8 @@ def worker_structperc(cfg: dict) -> dict:
 
 def worker_model(cfg: dict) -> dict:
     """Only the shared model: features, k averaged-perceptron epochs, save (nothing timed)."""
-    from structperc.data.tags import encode_labels, label_set
-    from structperc.learn.perceptron import Perceptron
-    from structperc.model.updates import Updater
-    from structperc.model.weights import ChainWeights
-    from structperc.structures.chain import ChainData, ChainStructure
-    from structperc.train import FitSettings, fit
-
     setup_threads(cfg["threads"])
-    corpus = load_corpus(cfg)
-    feats = make_features(cfg)
-    feats.fit(corpus["train"])
-    mats = {s: feats.transform(docs, training=(s == "train")) for s, docs in corpus.items()}
-    labels = label_set(corpus["train"])
-    weights = ChainWeights(feats.num_features, labels)
-    updater = Updater(weights, average=True)
-    fit(
-        Perceptron(average=True),
-        ChainStructure(weights),
-        updater,
-        ChainData(mats["train"], encode_labels(corpus["train"], labels)),
-        FitSettings(max_epochs=cfg["epochs"], tol=0.0, shuffle=True, seed=0, progress=False),
-    )
-    updater.finalize()
+    _, feats, mats, _, _, weights = train_shared_weights(cfg, cfg["epochs"])
     save_shared_model(Path(cfg["save_model"]), weights, feats, mats, shared_info(cfg))
     log(f"shared model: {cfg['epochs']} averaged-perceptron epochs, saved")
     return {"saved": cfg["save_model"]}
