@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 
 import pytest
 import torch
 from test_train import corpus, dev_f1  # noqa: F401 - the synthetic corpus fixture
 
+from structperc import train as train_module
 from structperc.checkpoint import Checkpoint
 from structperc.forking import Child, ChildError, SharedTables, can_fork
 from structperc.learn.margin import MarginPerceptron
@@ -31,8 +33,13 @@ pytestmark = pytest.mark.skipif(not can_fork(), reason="forked children need Lin
 
 def test_child_returns_what_its_function_returns_from_the_snapshot_at_the_fork():
     t = torch.arange(4.0)
-    child = Child(lambda: t.sum().item(), name="sum")
-    t.add_(100)  # after the fork: the child's copy is unchanged
+
+    def late_sum():
+        time.sleep(0.2)  # the parent has changed t by now: the child must still see 0..3
+        return t.sum().item()
+
+    child = Child(late_sum, name="sum")
+    t.add_(100)
     assert child.result() == 6.0
     with pytest.raises(ChildError, match="already taken"):
         child.result()
@@ -86,13 +93,27 @@ def train(corpus, learner, processes, *, max_epochs=3, **kw):  # noqa: F811
     return weights, updater, result
 
 
+@pytest.fixture
+def forks(monkeypatch) -> list[str]:
+    """The names of the children ``train`` forks (so a test knows the forked path ran)."""
+    names: list[str] = []
+
+    def counting(fn, name):
+        names.append(name)
+        return Child(fn, name)
+
+    monkeypatch.setattr(train_module, "Child", counting)
+    return names
+
+
 @pytest.mark.parametrize("runs", [2, 5])  # 5 runs on 2 workers: each slot is written again
-def test_bpm_in_forked_children_is_bit_identical_to_the_serial_loop(corpus, runs):  # noqa: F811
+def test_bpm_in_forked_children_is_bit_identical_to_the_serial_loop(corpus, runs, forks):  # noqa: F811
     tables = []
     for processes in (1, 2):
         learner = MarginPerceptron(C=2.0, bpm_runs=runs)
         weights, _, result = train(corpus, learner, processes, max_epochs=2)
         assert result.bpm_seconds > 0
+        assert len(forks) == (0 if processes == 1 else runs)  # one child a BPM run
         tables.append(weights.tables())
     for n, t in tables[0].items():
         assert t.abs().sum() > 0 and torch.equal(t, tables[1][n]), n
@@ -133,9 +154,11 @@ def fit_with_report(corpus, processes, tmp_path, **kw):  # noqa: F811
     return weights, updater, result, published, checkpoint
 
 
-def test_overlapped_evaluation_and_checkpoints_equal_the_serial_ones(corpus, tmp_path):  # noqa: F811
+def test_overlapped_evaluation_and_checkpoints_equal_the_serial_ones(corpus, tmp_path, forks):  # noqa: F811
     serial = fit_with_report(corpus, 1, tmp_path)
+    assert forks == []
     forked = fit_with_report(corpus, 2, tmp_path)
+    assert forks == [f"epoch {k}'s evaluation and checkpoint" for k in (1, 2, 3, 4)]
     (w1, u1, r1, p1, c1), (w2, _, r2, p2, c2) = serial, forked
     for n, t in w1.tables().items():
         assert torch.equal(t, w2.tables()[n])

@@ -89,8 +89,8 @@ class EpochReporter:
             f"{ep.updates} updates, {ep.seconds:.1f}s"
         )
         for k in self.record:
-            if f"{self.split}_{k}" in ep.extra and f"{self.split}/{k}" in measured:
-                msg += f", {self.split} {k} {ep.extra[f'{self.split}_{k}']:.2f}"
+            if f"{self.split}/{k}" in measured:  # an evaluation epoch
+                msg += f", {self.split} {k} {measured[f'{self.split}/{k}']:.2f}"
         self.monitor.scalars(ep.epoch, values)
         log.info(msg)
 
