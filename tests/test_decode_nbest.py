@@ -19,6 +19,7 @@ from structperc.decode.nbest import (
     two_best,
 )
 from structperc.decode.reference import enumerate_paths, path_score
+from structperc.decode.sidetracks import kbest_sidetracks
 from structperc.decode.viterbi import viterbi
 
 NEG = float("-inf")
@@ -61,7 +62,9 @@ def _check_against_brute_force(pot, lengths, paths, scores, n, exact_paths):
         assert len(set(got)) == len(got), "n-best paths must be distinct"
 
 
-KBEST = pytest.mark.parametrize("kbest", [kbest_dp, kbest_beam], ids=["dp", "beam"])
+KBEST = pytest.mark.parametrize(
+    "kbest", [kbest_dp, kbest_beam, kbest_sidetracks], ids=["dp", "beam", "sidetracks"]
+)
 
 
 @KBEST
@@ -94,6 +97,27 @@ def test_beam_equals_recursion(chain, n):
     assert torch.equal(a[0], b[0])
     assert torch.equal(torch.isneginf(a[1]), torch.isneginf(b[1]))
     assert torch.allclose(a[1].nan_to_num(neginf=0), b[1].nan_to_num(neginf=0), atol=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(chains(max_b=4, max_t=6, max_l=4), st.integers(1, 40))
+def test_sidetracks_equal_recursion(chain, n):
+    pot, lengths = chain
+    pot = pot + 1e-6 * torch.rand_like(pot)
+    a, b = kbest_sidetracks(pot, lengths, n), kbest_dp(pot, lengths, n)
+    assert torch.equal(a[0], b[0])
+    assert torch.equal(torch.isneginf(a[1]), torch.isneginf(b[1]))
+    assert torch.allclose(a[1].nan_to_num(neginf=0), b[1].nan_to_num(neginf=0), atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [3, 20, 100])
+def test_sidetracks_on_long_documents_agree_with_the_beam(n):
+    """Long sequences: deviations far from the end, prefixes that walk back a long way."""
+    gen = torch.Generator().manual_seed(n)
+    pot = torch.randn(3, 300, 9, 9, generator=gen, dtype=torch.float64)
+    lengths = torch.tensor([300, 123, 1])
+    a, b = kbest_sidetracks(pot, lengths, n), kbest_beam(pot, lengths, n)
+    assert torch.equal(a[0], b[0]) and torch.allclose(a[1], b[1])
 
 
 def test_beam_on_long_documents_agrees_with_the_recursion():
@@ -133,6 +157,7 @@ def test_constrained_nbest_equals_enumeration(chain, n):
     for fn in (
         lambda p, l: kbest_dp(p, l, n),
         lambda p, l: kbest_beam(p, l, n),
+        lambda p, l: kbest_sidetracks(p, l, n),
         lambda p, l: nbest(p, l, n),
     ):
         paths, scores = fn(pot, lengths)

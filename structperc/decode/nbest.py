@@ -3,7 +3,10 @@
 Potentials as in ``viterbi.py``: ``[B, T, L, L]``, ``potentials[b, t, i, j]`` scores label j at t
 after label i; row 0 of t = 0 holds the start scores; ``lengths [B]``.
 
-Two exact algorithms; ``nbest`` picks by n (``BEAM_FROM_N``), n = 2 has its own route.
+Three exact algorithms; ``nbest`` picks by n and device, n = 2 has its own route.  On a CPU,
+for n below ``SIDETRACKS_BELOW_N``, the best-first search over sidetracks of ``sidetracks.py``
+(a Viterbi pass and a few tensor calls per path) is the fastest; the two recursions below cost
+a fixed number of tensor calls per position, which is what an accelerator wants.
 
 **Small n: the k-best Viterbi recursion** (``kbest_dp``; the n-best semiring of Huang & Chiang
 2005, or torch-struct's ``KMaxSemiring``).  For every position t and label j keep the n best
@@ -44,11 +47,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from structperc.decode.sidetracks import kbest_sidetracks
 from structperc.decode.viterbi import backpointers, backtrace, backward_scores, forward_scores
 
 # From this n on, ``nbest`` takes ``kbest_beam``: below it the per-label recursion's fewer tensor
 # calls per step win; above it the beam's L-times-smaller top-n does (experiments/bench).
 BEAM_FROM_N = 64
+# On a CPU, below this n ``nbest`` takes ``kbest_sidetracks``: one Viterbi pass and a few tensor
+# calls per path beat a fixed number per position until n paths cost about as much as T
+# positions (measured on CoNLL-2003 documents, ~240 tokens: 1.4 ms against kbest_dp's 3.2 ms at
+# n = 20, even with the beam at n = 256, experiments/bench/nbest_bench.py).
+SIDETRACKS_BELOW_N = 256
 
 
 def _top(cand: Tensor, n: int) -> tuple[Tensor, Tensor]:
@@ -66,6 +75,8 @@ def nbest(potentials: Tensor, lengths: Tensor, n: int) -> tuple[Tensor, Tensor]:
         raise ValueError(f"n must be >= 1, got {n}")
     if n == 2:
         return two_best(potentials, lengths)
+    if potentials.device.type == "cpu" and n < SIDETRACKS_BELOW_N:
+        return kbest_sidetracks(potentials, lengths, n)
     if n >= BEAM_FROM_N:
         return kbest_beam(potentials, lengths, n)
     return kbest_dp(potentials, lengths, n)
@@ -198,10 +209,16 @@ def nbest_batched(
 ) -> tuple[Tensor, Tensor]:
     """``nbest`` over sub-batches whose back-pointers fit ``memory_budget`` bytes."""
     B, T, L, _ = potentials.shape
-    # back-pointers: the beam stores int32 (label, previous k) per kept prefix, plus the [n, L]
+    # the sidetrack search keeps [T, L, L] costs and the paths; the beam stores int32 (label,
+    # previous k) per kept prefix, plus the [n, L]
     # candidate scores of a step; the per-label recursion int64 (label, rank) per label and
     # rank, and its back-trace three more [T, L * n] int64 maps
-    per_seq = T * n * 8 + n * L * 16 if n >= BEAM_FROM_N else T * L * n * 8 * 4
+    if potentials.device.type == "cpu" and n < SIDETRACKS_BELOW_N:
+        per_seq = (T * L * L + T * n) * 8  # forward pass, sidetrack costs, the paths
+    elif n >= BEAM_FROM_N:
+        per_seq = T * n * 8 + n * L * 16
+    else:
+        per_seq = T * L * n * 8 * 4
     step = max(1, memory_budget // max(per_seq, 1))
     if step >= B:
         return nbest(potentials, lengths, n)
