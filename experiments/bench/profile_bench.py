@@ -321,6 +321,7 @@ def perceptron_targets() -> list[tuple[str, object, str]]:
 
 def proposed_targets() -> list[tuple[str, object, str]]:
     import structperc.decode.nbest as nbest_mod
+    import structperc.decode.sidetracks as sidetracks_mod
     import structperc.features.document as document_mod
     import structperc.structures.rescoring as rescoring_mod
     from structperc.features.document import NonLocalFeatures
@@ -333,12 +334,10 @@ def proposed_targets() -> list[tuple[str, object, str]]:
     delta = "delta: Φ^g difference and concatenation (candidate_delta)"
     return chain_targets() + [
         (BATCHES, DocumentRescoring, "instance"),
-        (
-            "n-best: k-best Viterbi recursion (kbest_dp: add + topk per token)",
-            nbest_mod,
-            "kbest_dp",
-        ),
-        ("n-best: back-trace (_trace)", nbest_mod, "_trace"),
+        ("n-best: Viterbi forward pass (forward_scores)", sidetracks_mod, "forward_scores"),
+        ("n-best: back-pointers (backpointers)", sidetracks_mod, "backpointers"),
+        ("n-best: sidetrack search (_search: costs, top-k per path, heap)", sidetracks_mod, "_search"),
+        ("n-best: paths and scores to tensors (kbest_sidetracks)", nbest_mod, "kbest_sidetracks"),
         ("gold local score (path_scores)", rescoring_mod, "path_scores"),
         ("Φ^g: candidate codes (candidate_codes, numpy)", document_mod, "candidate_codes"),
         ("Φ^g: CSR ids (csr)", document_mod, "csr"),

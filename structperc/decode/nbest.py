@@ -28,13 +28,16 @@ On one 2-core CPU thread the 6,400 best of a 250-token document take about 0.5 s
 
 **Why not a forward-Viterbi + backward A* search** (Soong & Huang's tree-trellis, as in CRF++):
 A* pops one trellis node at a time in Python, and every extra path costs up to T pops (its
-suffix below the deviation point), ~n*T/2 heap operations; the tensor recursions above cost a
-fixed number of tensor operations per token whatever n.  The beam's back-pointers are int32 and
+suffix below the deviation point), ~n*T/2 heap operations.  The sidetrack search pops whole
+paths instead (n pops, each a top-k over its sidetrack costs), which is why it wins on a CPU;
+the tensor recursions above cost a fixed number of tensor operations per token whatever n and
+batch, which is what an accelerator wants.  The beam's back-pointers are int32 and
 ``nbest_batched`` bounds the batch by a memory budget.
 
 **Ties**: the score list is exact whatever the ties; among equal-scoring paths the order is the
-one ``torch.topk`` gives in the algorithm that ran, deterministic for a given input, n and
-device (a stable sort would fix a lexicographic rule but costs ~10x more per step at n = 20).
+one the algorithm that ran gives (``torch.topk``'s, or the sidetrack search's), deterministic
+for a given input, n and device (a stable sort would fix a lexicographic rule but costs ~10x
+more per step at n = 20).  So a CPU and a GPU may keep other tied paths.
 ``two_best`` (used for n = 2) takes the first off-path edge in (t, i, j) order.
 
 **Fewer paths than n** (L^T < n, or -inf potentials from constraints): the missing entries have
