@@ -3,8 +3,8 @@
 Potentials as in ``viterbi.py``: ``[B, T, L, L]``, ``potentials[b, t, i, j]`` scores label j at t
 after label i; row 0 of t = 0 holds the start scores; ``lengths [B]``.
 
-Three exact algorithms; ``nbest`` picks by n and device, n = 2 has its own route.  On a CPU,
-for n below ``SIDETRACKS_BELOW_N``, the best-first search over sidetracks of ``sidetracks.py``
+Three exact algorithms; ``nbest`` picks by n, batch and device, n = 2 has its own route.  On a
+CPU, for small n (``_sidetracks_win``), the best-first search over sidetracks of ``sidetracks.py``
 (a Viterbi pass and a few tensor calls per path) is the fastest; the two recursions below cost
 a fixed number of tensor calls per position, which is what an accelerator wants.
 
@@ -56,11 +56,19 @@ from structperc.decode.viterbi import backpointers, backtrace, backward_scores, 
 # From this n on, ``nbest`` takes ``kbest_beam``: below it the per-label recursion's fewer tensor
 # calls per step win; above it the beam's L-times-smaller top-n does (experiments/bench).
 BEAM_FROM_N = 64
-# On a CPU, below this n ``nbest`` takes ``kbest_sidetracks``: one Viterbi pass and a few tensor
-# calls per path beat a fixed number per position until n paths cost about as much as T
-# positions (measured on CoNLL-2003 documents, ~240 tokens: 1.4 ms against kbest_dp's 3.2 ms at
-# n = 20, even with the beam at n = 256, experiments/bench/nbest_bench.py).
+# On a CPU ``nbest`` takes ``kbest_sidetracks`` below BEAM_FROM_N, and for one sequence below
+# SIDETRACKS_BELOW_N: one Viterbi pass and a few tensor calls per path beat a fixed number per
+# position until n paths cost about as much as T positions.  Measured on CoNLL-2003 test
+# documents with the main job's model: one at a time, the 20-best in 0.29 s against kbest_dp's
+# 0.63 s, the 100-best 0.99 s against the beam's 2.24 s; in batches of 16 (prediction), 0.25 s
+# against the beam's 0.33 s at n = 20, but 1.00 s against 0.63 s at n = 100.
 SIDETRACKS_BELOW_N = 256
+
+
+def _sidetracks_win(potentials: Tensor, n: int) -> bool:
+    if potentials.device.type != "cpu":
+        return False
+    return n < BEAM_FROM_N or (potentials.shape[0] == 1 and n < SIDETRACKS_BELOW_N)
 
 
 def _top(cand: Tensor, n: int) -> tuple[Tensor, Tensor]:
@@ -78,7 +86,7 @@ def nbest(potentials: Tensor, lengths: Tensor, n: int) -> tuple[Tensor, Tensor]:
         raise ValueError(f"n must be >= 1, got {n}")
     if n == 2:
         return two_best(potentials, lengths)
-    if potentials.device.type == "cpu" and n < SIDETRACKS_BELOW_N:
+    if _sidetracks_win(potentials, n):
         return kbest_sidetracks(potentials, lengths, n)
     if n >= BEAM_FROM_N:
         return kbest_beam(potentials, lengths, n)
@@ -216,7 +224,7 @@ def nbest_batched(
     # previous k) per kept prefix, plus the [n, L]
     # candidate scores of a step; the per-label recursion int64 (label, rank) per label and
     # rank, and its back-trace three more [T, L * n] int64 maps
-    if potentials.device.type == "cpu" and n < SIDETRACKS_BELOW_N:
+    if _sidetracks_win(potentials, n):
         per_seq = (T * L * L + T * n) * 8  # forward pass, sidetrack costs, the paths
     elif n >= BEAM_FROM_N:
         per_seq = T * n * 8 + n * L * 16
