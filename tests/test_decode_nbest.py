@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from structperc.decode.constraints import allowed_transitions, constrain
 from structperc.decode.nbest import (
     BEAM_FROM_N,
+    algorithm,
     kbest_beam,
     kbest_dp,
     nbest,
@@ -225,3 +226,12 @@ def test_enumeration_helper_sorted():
     scored = enumerate_paths(pot, 3)
     assert len(scored) == 8
     assert all(a[0] >= b[0] for a, b in itertools.pairwise(scored))
+
+
+def test_the_algorithm_nbest_picks():
+    one, many = torch.zeros(1, 5, 3, 3), torch.zeros(16, 5, 3, 3)
+    assert algorithm(one, 2) == algorithm(many, 2) == "two_best"
+    assert algorithm(one, 20) == algorithm(many, 20) == "kbest_sidetracks"
+    assert algorithm(one, BEAM_FROM_N) == "kbest_sidetracks"  # one sequence: up to 256
+    assert algorithm(many, BEAM_FROM_N) == "kbest_beam"  # batches: the beam from BEAM_FROM_N
+    assert algorithm(one, 6400) == "kbest_beam"

@@ -11,6 +11,11 @@ perceptron the bench trained), as in real use.  Only the public API of
 Each row runs in its own process, so its peak resident memory (``ru_maxrss``) is its own; within
 it, up to ``repeats`` passes over the documents (no further pass that would end past
 ``row_budget_s``), and the median.  CRFsuite has no n-best decoding: no peer, no ratio.
+
+A second table (``ALGORITHM_ROWS``) times the three exact algorithms of ``decode/nbest.py``
+(``kbest_dp``, ``kbest_beam``, ``kbest_sidetracks``) on the same potentials in one process,
+passes alternating between them, and names the one ``nbest`` picks: the measurement behind its
+dispatch (``nbest.algorithm``).
 Run through ``bench.py`` (``--only nbest``).
 """
 
@@ -33,6 +38,9 @@ from common import (
 
 SCRIPT = Path(__file__).resolve()
 ROWS = [("train", 20), ("test", 100), ("test", 1600), ("test", 6400)]
+# the exact algorithms side by side on the same documents, in one process: (split, n, batch)
+ALGORITHM_ROWS = [("train", 20, 1), ("train", 100, 1), ("test", 20, 16), ("test", 100, 16)]
+ALGORITHMS = ("kbest_dp", "kbest_beam", "kbest_sidetracks")
 DEFAULTS = {"repeats": 3, "row_budget_s": 100.0, "batch_size": 16}
 QUICK = {"repeats": 2, "row_budget_s": 20.0, "batch_size": 16}
 TARGET = {"split": "test", "n": 6400, "seconds": 600.0}  # issue: 6,400-best in < 10 minutes
@@ -93,7 +101,41 @@ def worker_row(cfg: dict) -> dict:
     return out
 
 
-WORKERS = {"row": worker_row}
+def worker_algorithms(cfg: dict) -> dict:
+    import torch
+
+    import structperc.decode.nbest as nbest_mod
+    from structperc.model.batch import make_batch
+
+    setup_threads(cfg["threads"])
+    split, n, bs = cfg["split"], cfg["n"], cfg["batch"]
+    weights, _, _, mats = load_shared_model(Path(cfg["model_dir"]))
+    mat = mats[split]
+    lengths = (mat.doc_offsets[1:] - mat.doc_offsets[:-1]).tolist()
+    order = sorted(range(mat.num_docs), key=lambda d: lengths[d]) if bs > 1 else range(mat.num_docs)
+    order = list(order)
+    with torch.no_grad():
+        pots = []
+        for s in range(0, len(order), bs):
+            batch = make_batch(mat, order[s : s + bs])
+            pots.append((weights.potentials(batch), batch.lengths))
+        seconds: dict[str, list[float]] = {a: [] for a in ALGORITHMS}
+        for _ in range(cfg["repeats"]):
+            for name in ALGORITHMS:
+                fn = getattr(nbest_mod, name)
+                t0 = time.perf_counter()
+                for pot, lens in pots:
+                    fn(pot, lens, n)
+                seconds[name].append(time.perf_counter() - t0)
+        picked = nbest_mod.algorithm(pots[0][0], n)
+    out = {"split": split, "n": n, "batch": bs, "documents": mat.num_docs, "picked": picked}
+    out["seconds"] = {a: median(v) for a, v in seconds.items()}
+    out["seconds_all"] = seconds
+    log(f"nbest algorithms {split} n={n} batch {bs}: {out['seconds']}")
+    return out
+
+
+WORKERS = {"row": worker_row, "algorithms": worker_algorithms}
 
 
 def run(cfg: dict) -> dict:
@@ -102,7 +144,13 @@ def run(cfg: dict) -> dict:
     for split, n in ROWS:
         log(f"nbest: {split} n={n}")
         rows.append(run_worker(SCRIPT, "row", {**cfg, "split": split, "n": n}))
-    return {"config": cfg, "wall_seconds": time.perf_counter() - t_start, "rows": rows}
+    algorithms = []
+    for split, n, bs in ALGORITHM_ROWS:
+        log(f"nbest algorithms: {split} n={n} batch {bs}")
+        row_cfg = {**cfg, "split": split, "n": n, "batch": bs}
+        algorithms.append(run_worker(SCRIPT, "algorithms", row_cfg))
+    wall = time.perf_counter() - t_start
+    return {"config": cfg, "wall_seconds": wall, "rows": rows, "algorithms": algorithms}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,7 +228,29 @@ def render(section: dict) -> list[str]:
         "the last column subtracts its value after loading them.",
         "",
     ]
+    if section.get("algorithms"):
+        lines += render_algorithms(section["algorithms"], cfg)
     return lines
+
+
+def render_algorithms(rows: list[dict], cfg: dict) -> list[str]:
+    """The three exact algorithms on the same potentials, and the one ``nbest`` picks."""
+    lines = [
+        "The exact algorithms of `decode/nbest.py` on the same potentials, in one process per "
+        f"row, passes alternating between them (median of {cfg['repeats']}; n-best calls only, "
+        "seconds for every document of the split; **bold**: the one `nbest` picks on a CPU):",
+        "",
+        "| documents, n, batch | " + " | ".join(f"`{a}`" for a in ALGORITHMS) + " |",
+        "|---|" + "---:|" * len(ALGORITHMS),
+    ]
+    for r in rows:
+        cells = []
+        for a in ALGORITHMS:
+            v = fmt(r["seconds"][a])
+            cells.append(f"**{v}**" if a == r["picked"] else v)
+        head = f"{r['split']} ({r['documents']:,}), n = {r['n']}, batch {r['batch']}"
+        lines.append(f"| {head} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
 
 
 if __name__ == "__main__":

@@ -336,7 +336,11 @@ def proposed_targets() -> list[tuple[str, object, str]]:
         (BATCHES, DocumentRescoring, "instance"),
         ("n-best: Viterbi forward pass (forward_scores)", sidetracks_mod, "forward_scores"),
         ("n-best: back-pointers (backpointers)", sidetracks_mod, "backpointers"),
-        ("n-best: sidetrack search (_search: costs, top-k per path, heap)", sidetracks_mod, "_search"),
+        (
+            "n-best: sidetrack search (_search: costs, top-k per path, heap)",
+            sidetracks_mod,
+            "_search",
+        ),
         ("n-best: paths and scores to tensors (kbest_sidetracks)", nbest_mod, "kbest_sidetracks"),
         ("gold local score (path_scores)", rescoring_mod, "path_scores"),
         ("Φ^g: candidate codes (candidate_codes, numpy)", document_mod, "candidate_codes"),

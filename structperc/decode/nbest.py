@@ -4,7 +4,7 @@ Potentials as in ``viterbi.py``: ``[B, T, L, L]``, ``potentials[b, t, i, j]`` sc
 after label i; row 0 of t = 0 holds the start scores; ``lengths [B]``.
 
 Three exact algorithms; ``nbest`` picks by n, batch and device, n = 2 has its own route.  On a
-CPU, for small n (``_sidetracks_win``), the best-first search over sidetracks of ``sidetracks.py``
+CPU, for small n (``algorithm``), the best-first search over sidetracks of ``sidetracks.py``
 (a Viterbi pass and a few tensor calls per path) is the fastest; the two recursions below cost
 a fixed number of tensor calls per position, which is what an accelerator wants.
 
@@ -65,10 +65,14 @@ BEAM_FROM_N = 64
 SIDETRACKS_BELOW_N = 256
 
 
-def _sidetracks_win(potentials: Tensor, n: int) -> bool:
-    if potentials.device.type != "cpu":
-        return False
-    return n < BEAM_FROM_N or (potentials.shape[0] == 1 and n < SIDETRACKS_BELOW_N)
+def algorithm(potentials: Tensor, n: int) -> str:
+    """The name of the function ``nbest`` calls for these potentials [B, T, L, L] and n."""
+    if n == 2:
+        return "two_best"
+    on_cpu = potentials.device.type == "cpu"
+    if on_cpu and (n < BEAM_FROM_N or (potentials.shape[0] == 1 and n < SIDETRACKS_BELOW_N)):
+        return "kbest_sidetracks"
+    return "kbest_beam" if n >= BEAM_FROM_N else "kbest_dp"
 
 
 def _top(cand: Tensor, n: int) -> tuple[Tensor, Tensor]:
@@ -84,13 +88,10 @@ def nbest(potentials: Tensor, lengths: Tensor, n: int) -> tuple[Tensor, Tensor]:
     """
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
-    if n == 2:
+    name = algorithm(potentials, n)
+    if name == "two_best":
         return two_best(potentials, lengths)
-    if _sidetracks_win(potentials, n):
-        return kbest_sidetracks(potentials, lengths, n)
-    if n >= BEAM_FROM_N:
-        return kbest_beam(potentials, lengths, n)
-    return kbest_dp(potentials, lengths, n)
+    return _KBEST[name](potentials, lengths, n)
 
 
 def kbest_beam(potentials: Tensor, lengths: Tensor, n: int) -> tuple[Tensor, Tensor]:
@@ -224,9 +225,10 @@ def nbest_batched(
     # previous k) per kept prefix, plus the [n, L]
     # candidate scores of a step; the per-label recursion int64 (label, rank) per label and
     # rank, and its back-trace three more [T, L * n] int64 maps
-    if _sidetracks_win(potentials, n):
+    name = algorithm(potentials, n)
+    if name == "kbest_sidetracks":
         per_seq = (T * L * L + T * n) * 8  # forward pass, sidetrack costs, the paths
-    elif n >= BEAM_FROM_N:
+    elif name == "kbest_beam":
         per_seq = T * n * 8 + n * L * 16
     else:
         per_seq = T * L * n * 8 * 4
@@ -309,3 +311,6 @@ def _forward_pointers(potentials: Tensor, beta: Tensor) -> Tensor:
     if T > 1:
         fp[:, :-1] = (potentials[:, 1:] + beta[:, 1:].unsqueeze(-2)).max(dim=-1).indices
     return fp
+
+
+_KBEST = {"kbest_sidetracks": kbest_sidetracks, "kbest_beam": kbest_beam, "kbest_dp": kbest_dp}
