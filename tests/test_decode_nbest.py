@@ -89,23 +89,13 @@ def test_kbest_scores_exact_with_ties(kbest, chain, n):
     assert torch.equal(again[0], paths) and torch.equal(again[1], scores)  # deterministic
 
 
+@pytest.mark.parametrize("other", [kbest_beam, kbest_sidetracks], ids=["beam", "sidetracks"])
 @settings(max_examples=30, deadline=None)
-@given(chains(max_b=4, max_t=6, max_l=4), st.integers(1, 40))
-def test_beam_equals_recursion(chain, n):
+@given(chain=chains(max_b=4, max_t=6, max_l=4), n=st.integers(1, 40))
+def test_other_algorithms_equal_the_recursion(other, chain, n):
     pot, lengths = chain
     pot = pot + 1e-6 * torch.rand_like(pot)
-    a, b = kbest_beam(pot, lengths, n), kbest_dp(pot, lengths, n)
-    assert torch.equal(a[0], b[0])
-    assert torch.equal(torch.isneginf(a[1]), torch.isneginf(b[1]))
-    assert torch.allclose(a[1].nan_to_num(neginf=0), b[1].nan_to_num(neginf=0), atol=1e-12)
-
-
-@settings(max_examples=30, deadline=None)
-@given(chains(max_b=4, max_t=6, max_l=4), st.integers(1, 40))
-def test_sidetracks_equal_recursion(chain, n):
-    pot, lengths = chain
-    pot = pot + 1e-6 * torch.rand_like(pot)
-    a, b = kbest_sidetracks(pot, lengths, n), kbest_dp(pot, lengths, n)
+    a, b = other(pot, lengths, n), kbest_dp(pot, lengths, n)
     assert torch.equal(a[0], b[0])
     assert torch.equal(torch.isneginf(a[1]), torch.isneginf(b[1]))
     assert torch.allclose(a[1].nan_to_num(neginf=0), b[1].nan_to_num(neginf=0), atol=1e-12)
