@@ -2,8 +2,10 @@
 # The runs behind experiments/distributed/README.md: full CoNLL-2003, 1, 2 and 4 ranks under
 # torchrun on one machine (4 ranks oversubscribe a 2-core machine: accuracy only, not speed).
 #   bash experiments/distributed/run.sh            # everything (hours on 2 cores)
-#   bash experiments/distributed/run.sh margin     # one family: margin | margin_avg | proposed | crf | crf200
-# (crf200: the CRF to convergence on the first 200 training documents, hours less than crf)
+#   bash experiments/distributed/run.sh margin     # one family: margin | margin_avg | proposed | crf | crf200 | crf_tol
+# (crf200: the CRF to convergence on the first 200 training documents, hours less than crf;
+#  crf_tol: the full-data CRF with a 100 times tighter stopping rule, learner.tol=1e-6, so that
+#  where the two end is decided by the optimum, not by when the rule happens to fire)
 # A run that is interrupted resumes from its per-epoch checkpoint when started again.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,9 +34,11 @@ for family in "${@:-margin proposed crf200 crf}"; do
           run margin_avg $n +experiment=conll03_local learner=margin learner.average=true; done ;;
       proposed) for n in 1 2 4; do run proposed $n +experiment=conll03_nonlocal "features.gazetteers=[]"; done ;;
       crf) for n in 1 2; do run crf $n +experiment=conll03_crf learner.sigma2=100; done ;;
+      crf_tol) for n in 1 2; do
+          run crf_tol $n +experiment=conll03_crf learner.sigma2=100 learner.tol=1e-6; done ;;
       crf200) for n in 1 2; do
           run crf200 $n +experiment=conll03_crf learner.sigma2=100 +data.train_docs=200; done ;;
-      *) echo "unknown family $f (margin | margin_avg | proposed | crf | crf200)"; exit 2 ;;
+      *) echo "unknown family $f (margin | margin_avg | proposed | crf | crf200 | crf_tol)"; exit 2 ;;
     esac
   done
 done
