@@ -121,6 +121,7 @@ def test_table2_convergence_reads_the_history(scripts, tmp_path, monkeypatch):
         {"epoch": e, "dev_f1": f, "word_error": 1e-4 * e, "updates": 10 + e}
         for e, f in [(1, 80.0), (2, 90.0), (3, 88.0), (4, 89.0)]
     ]
+    result["epochs"] = 4
     (run / "results.json").write_text(json.dumps(result))
     monkeypatch.setattr(
         table2, "CONVERGE", [("Avg", "converge/avg", 89.32, 84.08), ("x", "no", 1, 2)]
@@ -131,9 +132,16 @@ def test_table2_convergence_reads_the_history(scripts, tmp_path, monkeypatch):
     assert len(lines) == 3  # a run without results.json is left out
     # dev at epoch 2, the best epoch, the mean ± sd of the last two, the last epoch's counts
     assert lines[2] == (
-        "| Avg | 3 | max_epochs | 89.00 | 83.00 | 90.00 | 90.00 (2) | 88.50 ± 0.71 "
+        "| Avg | 4 | max_epochs | 89.00 | 83.00 | 90.00 | 90.00 (2) | 88.50 ± 0.71 "
         "| 0.00040, 14 | 12 | 89.32 | 84.08 | `converge/avg` |"
     )
+    # a run evaluated every other epoch (the CRF: every 10): the late mean is over the
+    # evaluations of the last CONVERGE_LAST epochs, not over the last CONVERGE_LAST evaluations
+    for h in result["history"]:
+        if h["epoch"] % 2:
+            del h["dev_f1"]
+    (run / "results.json").write_text(json.dumps(result))
+    assert "| 90.00 (2) | 89.00 ± 0.00 |" in table2.convergence().splitlines()[2]
     monkeypatch.setattr(table2, "CONVERGE", [])
     assert table2.convergence().startswith("(no convergence run")
 
