@@ -58,10 +58,11 @@ from structperc.decode.viterbi import backpointers, backtrace, backward_scores, 
 BEAM_FROM_N = 64
 # On a CPU ``nbest`` takes ``kbest_sidetracks`` below BEAM_FROM_N, and for one sequence below
 # SIDETRACKS_BELOW_N: one Viterbi pass and a few tensor calls per path beat a fixed number per
-# position until n paths cost about as much as T positions.  Measured on CoNLL-2003 test
-# documents with the main job's model: one at a time, the 20-best in 0.29 s against kbest_dp's
-# 0.63 s, the 100-best 0.99 s against the beam's 2.24 s; in batches of 16 (prediction), 0.25 s
-# against the beam's 0.33 s at n = 20, but 1.00 s against 0.63 s at n = 100.
+# position until n paths cost about as much as T positions.  ``make bench`` (section 3, the
+# algorithms side by side on CoNLL-2003): the 20-best of the training documents one at a time
+# in 1.18 s against kbest_dp's 2.82 s, the 100-best 4.01 s against the beam's 9.42 s; in
+# batches of 16 (prediction) 0.26 s against the beam's 0.34 s at n = 20, but 0.96 s against
+# 0.64 s at n = 100.
 SIDETRACKS_BELOW_N = 256
 
 
