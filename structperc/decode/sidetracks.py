@@ -32,9 +32,10 @@ root's; only the walked positions q+1..s-1 need a gather of their own.
 
 Cost per sequence: one blocked Viterbi forward pass (O(sqrt T) tensor calls) and, per path, a
 few tensor calls of O(s L) work and a short Python walk, against ``kbest_dp``'s two tensor calls
-per position: on a CPU, where the per-call overhead dominates, several times faster for the
-n = 20 of the proposed algorithm.  The scores are exact; among equal scores the order is the
-search's (deterministic for a given input and n) and may differ from ``kbest_dp``'s.
+per position: on a CPU, where the per-call overhead dominates, 2.4x faster for the n = 20 of
+the proposed algorithm (``make bench``, section 3).  The scores are exact; among equal scores
+the order is the search's (deterministic for a given input and n) and may differ from
+``kbest_dp``'s.
 """
 
 from __future__ import annotations
