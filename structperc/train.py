@@ -181,7 +181,7 @@ def fit(
     history = list(past)
 
     def save_checkpoint() -> None:
-        if checkpoint is not None and learner.online and group.is_main:
+        if checkpoint is not None and (learner.online or learner.resumable) and group.is_main:
             checkpoint.save(updater, convergence.state(), [asdict(h) for h in history])
 
     def after_epoch(ep: EpochLog) -> None:
@@ -215,7 +215,10 @@ def fit(
         if overlapped is not None:
             overlapped.finish()
     else:
-        result = learner.fit(structure, updater, data, settings, on_epoch=after_epoch, group=group)
+        hooks = {"past": past} if learner.resumable else {}
+        result = learner.fit(
+            structure, updater, data, settings, on_epoch=after_epoch, group=group, **hooks
+        )
     result.history = history
     result.bpm_seconds = bpm_seconds
     result.resumed_from = start_epoch if resume else None

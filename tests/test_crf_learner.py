@@ -14,6 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from structperc.checkpoint import Checkpoint
 from structperc.crf.adapter import path_scores
 from structperc.crf.lbfgs import LBFGS
 from structperc.crf.learner import CRF
@@ -261,7 +262,7 @@ def test_scaled_sgd_rejects_a_learning_rate_that_flips_the_sign():
 # ---------------------------------------------------------------------------------------------
 # fit (CRF.fit through train.fit)
 # ---------------------------------------------------------------------------------------------
-def _fit(learner, seed=7, max_epochs=None):
+def _fit(learner, seed=7, max_epochs=None, checkpoint=None, resume=False):
     features, labels, names = toy_problem(seed, docs=12, F_=8, L=3, learnable=True)
     weights = ChainWeights(8, names)
     logs = []
@@ -272,8 +273,49 @@ def _fit(learner, seed=7, max_epochs=None):
         ChainData(features, labels),
         FitSettings(max_epochs=max_epochs, progress=False),
         on_epoch=logs.append,
+        checkpoint=checkpoint,
+        resume=resume,
     )
     return weights, features, labels, result, logs
+
+
+def test_sgd_resumes_exactly(tmp_path):
+    """SGD: 3 epochs with a checkpoint, resumed to 6 == 6 at once (the order is (seed, epoch),
+    the rate is the count of documents seen, the tables are folded at each epoch's end)."""
+    sgd = CRF(sigma2=1.0, optimizer="sgd", lr=0.1, batch_tokens=10, tol=0.0)
+    w_all, _, _, _, all_logs = _fit(sgd, max_epochs=6)
+    checkpoint = Checkpoint(tmp_path / "checkpoint", {"labels": w_all.labels})
+    _fit(sgd, max_epochs=3, checkpoint=checkpoint)
+    w, _, _, result, logs = _fit(sgd, max_epochs=6, checkpoint=checkpoint, resume=True)
+    assert [e.epoch for e in logs] == [4, 5, 6] and result.resumed_from == 3
+    assert [e.epoch for e in result.history] == [1, 2, 3, 4, 5, 6]
+    assert [e.extra["objective"] for e in logs] == [e.extra["objective"] for e in all_logs[3:]]
+    for n, t in w.tables().items():
+        assert torch.equal(t, w_all.tables()[n])
+
+
+def test_lbfgs_resumes_from_the_checkpoint(tmp_path):
+    """L-BFGS: the weights and the stopping rule's state come back (the memory starts afresh,
+    so only the first resumed iteration is compared: it starts where the killed run ended)."""
+    lbfgs = CRF(sigma2=10.0, tol=1e-7)
+    w3, _, _, _, first = _fit(lbfgs, max_epochs=3, checkpoint=None)
+    checkpoint = Checkpoint(tmp_path / "checkpoint", {"labels": w3.labels})
+    _fit(lbfgs, max_epochs=3, checkpoint=checkpoint)
+    assert checkpoint.exists()
+    w, _, _, result, logs = _fit(lbfgs, max_epochs=20, checkpoint=checkpoint, resume=True)
+    assert logs[0].epoch == 4 and result.resumed_from == 3
+    assert [e.epoch for e in result.history][:4] == [1, 2, 3, 4]
+    objectives = [e.extra["objective"] for e in result.history]
+    assert objectives[:3] == [e.extra["objective"] for e in first]
+    assert all(b <= a for a, b in zip(objectives, objectives[1:], strict=False))
+    # the stopping rule's state is replayed: a converged run resumed with a larger cap stops
+    # after one iteration (a fresh rule would want `patience` more)
+    c2 = Checkpoint(tmp_path / "c2", {"labels": w3.labels})
+    done = CRF(sigma2=1.0, tol=1e-3, patience=2)
+    _, _, _, r, _ = _fit(done, max_epochs=200, checkpoint=c2)
+    assert r.stopped_by == "converged"
+    _, _, _, again, logs = _fit(done, max_epochs=300, checkpoint=c2, resume=True)
+    assert again.stopped_by == "converged" and [e.epoch for e in logs] == [r.epochs + 1]
 
 
 def test_lbfgs_fit_decreases_the_objective_and_learns_a_learnable_problem():

@@ -70,7 +70,9 @@ def test_synthetic_crf_run_writes_the_perceptron_fields(
     assert len(events.Scalars("train/objective")) == results["epochs"]
     assert len(events.Scalars("dev/f1")) == results["epochs"] // 4
     assert (out / "model.safetensors").is_file()
-    assert not (out / "checkpoint").exists()  # the CRF is not checkpointed per iteration
+    # the CRF is checkpointed every iteration (trainer.resume=true goes on from the last)
+    meta = json.loads((out / "checkpoint" / "checkpoint.json").read_text())
+    assert meta["epoch"] == results["epochs"] and len(meta["history"]) == results["epochs"]
 
 
 @pytest.mark.slow

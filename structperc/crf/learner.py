@@ -61,6 +61,7 @@ class CRF(Learner):
 
     requires = frozenset({"marginals"})  # class attributes, not fields
     online = False
+    resumable = True  # train.fit checkpoints every iteration; a resumed run gets ``past``
 
     sigma2: float = 100.0
     optimizer: str = "lbfgs"
@@ -91,6 +92,7 @@ class CRF(Learner):
         settings: FitSettings,
         on_epoch=None,
         group: Group | None = None,
+        past: list | None = None,
     ) -> FitResult:
         """Train ``updater.weights`` in place on the documents of ``data`` (``ChainData``).
 
@@ -99,7 +101,11 @@ class CRF(Learner):
         ``max_epochs`` (the iteration limit, with ``max_iterations``), ``seed`` (SGD's order),
         ``device`` and ``progress``; its own ``tol`` and ``patience`` apply, and training starts
         from the current weights with a fresh L-BFGS memory.  With a parallel ``group`` this
-        rank trains on its shard of ``data`` (L-BFGS only).
+        rank trains on its shard of ``data`` (L-BFGS only).  ``past``: the ``EpochLog`` s of the
+        iterations a checkpoint restored (``train.fit`` resumes, the weights already loaded):
+        the run goes on from the next iteration, its stopping rule replayed over their
+        objectives, with a fresh L-BFGS memory (the memory, 2 x ``history`` full-size vectors,
+        is not checkpointed; so the resumed run's path differs from an uninterrupted one's).
         """
         self._validate()
         group = group or SERIAL
@@ -123,4 +129,4 @@ class CRF(Learner):
                 settings.progress and group.is_main,
                 group=group,
             )
-            return run.fit(limit, on_epoch, stop)
+            return run.fit(limit, on_epoch, stop, past or [])

@@ -113,14 +113,25 @@ class Optimization:
     def report(self, ep: EpochLog) -> None:
         """Called with each iteration's log before the stopping rules (default: nothing)."""
 
-    def fit(self, limit: int, on_epoch, stop: StopRequest) -> FitResult:
+    def resume_after(self, k: int) -> None:
+        """Set the optimizer's own state for going on after iteration ``k`` from restored
+        weights (default: nothing; L-BFGS starts a fresh memory)."""
+
+    def fit(self, limit: int, on_epoch, stop: StopRequest, past: list | None = None) -> FitResult:
+        """Iterations after those of ``past`` (a resumed run's logs) up to ``limit``."""
         convergence = Convergence(self.learner.tol, self.learner.patience)
+        past = list(past or [])
+        for ep in past:  # the stopping rule's state is a function of the objectives so far
+            convergence.update(rel_objective(ep.extra["objective"]))
         history: list[EpochLog] = []
         stopped_by = "max_epochs"
         n_tokens = int(self.group.all_sum(self.features.num_tokens)[0])
-        k = 0
+        k = past[-1].epoch if past else 0
+        if past:
+            self.resume_after(k)
         hide = not self.progress or self.bar_label is None
-        shown = bar(range(1, limit + 1), enabled=not hide, desc=self.bar_label, unit="it")
+        steps = range(k + 1, limit + 1)
+        shown = bar(steps, enabled=not hide, desc=self.bar_label, unit="it")
         for k in shown:
             t0, c0 = time.perf_counter(), time.process_time()
             step = self.iteration(k)

@@ -108,6 +108,11 @@ class SGDTraining(Optimization):
         self.tables = [self.weights.node.weight, self.weights.edge.weight]
         self.opt = ScaledSGD(self.tables, learner.sigma2, self.features.num_docs, learner.lr)
 
+    def resume_after(self, k: int) -> None:
+        """Epochs 1..k saw every training document once each (the rate depends on that
+        count); the tables were folded at each epoch's end, so scale = 1 holds already."""
+        self.opt.seen = k * self.features.num_docs
+
     def iteration(self, k: int) -> Iteration:
         learner, opt, tables = self.learner, self.opt, self.tables
         L = self.weights.num_labels

@@ -13,6 +13,8 @@ instance, and never the weight tables' layout.  It declares, instead of being pr
                evaluated with this many candidates during training
     online     True: ``step`` is called per instance by ``train.fit``'s epoch loop; False: the
                learner runs its own optimisation over the whole training set (``fit``, the CRF)
+    resumable  (online = False) ``train.fit`` checkpoints its iterations, and on resume hands
+               ``fit`` the past iterations' logs (``past``) with the weights restored
     base_scale β, the scale of a first model's score as a reranking feature (Collins 2002)
     vote       whether it predicts by the votes of every intermediate weight vector (Freund &
                Schapire's voted perceptron; the updater then records the updates)
@@ -63,6 +65,7 @@ class Learner:
     bpm_runs: int = 0
     nbest: int = 1
     online: bool = True
+    resumable: bool = False
     base_scale: float = 1.0
     vote: bool = False
 
