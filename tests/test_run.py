@@ -120,9 +120,13 @@ def test_real_smoke_run(tmp_path, data_dir, monkeypatch):
     assert results["dev"]["f1"] > 10  # an untrained model scores 0
 
 
-def test_killed_training_resumes_to_the_same_model(tmp_path, synthetic_dir, monkeypatch):
-
-    common = ["features.gazetteer=none", "learner=averaged", "write_predictions=false"]
+@pytest.mark.parametrize(
+    "learner",
+    [["learner=averaged"], ["learner=crf", "learner.optimizer=sgd", "learner.tol=0"]],
+    ids=["averaged", "crf_sgd"],
+)
+def test_killed_training_resumes_to_the_same_model(learner, tmp_path, synthetic_dir, monkeypatch):
+    common = ["features.gazetteer=none", *learner, "write_predictions=false"]
     _run(tmp_path, synthetic_dir, [*common, "trainer.max_epochs=4"], monkeypatch, "straight")
     # a run "killed" after epoch 2: its last checkpoint is epoch 2's
     _run(tmp_path, synthetic_dir, [*common, "trainer.max_epochs=2"], monkeypatch, "killed")
