@@ -129,4 +129,4 @@ class CRF(Learner):
                 settings.progress and group.is_main,
                 group=group,
             )
-            return run.fit(limit, on_epoch, stop, past or [])
+            return run.fit(limit, on_epoch, stop, past)
