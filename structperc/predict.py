@@ -28,7 +28,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from structperc.cli import fail_cleanly
+from structperc.cli import config_dir, fail_cleanly
 from structperc.data.conll import ConllFormatError, read_conll, write_conll
 from structperc.data.tags import spans
 from structperc.data.text import entity_spans, read_text
@@ -137,7 +137,7 @@ def tag_file(
     return None
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="predict")
+@hydra.main(version_base="1.3", config_path=config_dir(), config_name="predict")
 def main(cfg: DictConfig) -> None:
     columns = cfg.get("columns")
     group = SERIAL

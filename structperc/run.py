@@ -21,7 +21,7 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from structperc.cli import fail_cleanly
+from structperc.cli import config_dir, fail_cleanly
 from structperc.data.loading import load_corpus, resolve_data_dir
 from structperc.distributed import SERIAL, Group
 from structperc.features.cache import feature_cache_key
@@ -344,7 +344,7 @@ def explicit_run_dir(hydra_cfg) -> None:
         )
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@hydra.main(version_base="1.3", config_path=config_dir(), config_name="config")
 def main(cfg: DictConfig) -> float:
     group = SERIAL
     try:

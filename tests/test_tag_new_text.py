@@ -86,8 +86,11 @@ def test_entities_of_plain_text_carry_character_offsets(token_model, synthetic_d
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
+    """``structperc-tag ARGS``: ``main`` called from a plain import, as the console script does
+    (``python -m`` would run it as ``__main__``, where Hydra finds its configs differently)."""
+    code = "import sys; from structperc.predict import main; sys.argv[0] = 'structperc-tag'; main()"
     return subprocess.run(
-        [sys.executable, "-m", "structperc.predict", *args],
+        [sys.executable, "-c", code, *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
