@@ -285,3 +285,41 @@ def test_errors_name_the_offending_value():
         log_partition(torch.zeros(3, 2, 2), torch.tensor([3]))
     with pytest.raises(ValueError, match="unknown semiring 'max'"):
         get_semiring("max")
+
+
+def test_logaddexp_backward_is_the_closed_form():
+    """The size-2 sum's backward: d/da logaddexp(a, b) = sigmoid(a - b), d/db = sigmoid(b - a)."""
+    torch.manual_seed(0)
+    a = (torch.randn(50, dtype=torch.float64) * 5).requires_grad_(True)
+    b = (torch.randn(50, dtype=torch.float64) * 5).requires_grad_(True)
+    c = ScaledLogSemiring.sum(torch.stack([a, b], dim=-1))
+    torch.testing.assert_close(c, torch.logaddexp(a, b), rtol=0, atol=0)
+    g = torch.randn(50, dtype=torch.float64)
+    ga, gb = torch.autograd.grad(c, (a, b), g)
+    torch.testing.assert_close(ga, g * torch.sigmoid(a - b), rtol=1e-12, atol=1e-15)
+    torch.testing.assert_close(gb, g * torch.sigmoid(b - a), rtol=1e-12, atol=1e-12)
+    assert torch.autograd.gradcheck(
+        lambda x, y: ScaledLogSemiring.sum(torch.stack([x, y], dim=-1)), (a[:8], b[:8])
+    )
+    # the chart's case: one side is the semiring zero -> exactly (g, 0) or (0, g); both -inf
+    # (autograd's logaddexp: NaN) -> (g/2, g/2), the value at every a = b
+    a = torch.tensor([3.0, NEG, -math.inf], dtype=torch.float64, requires_grad=True)
+    b = torch.tensor([NEG, 2.0, -math.inf], dtype=torch.float64, requires_grad=True)
+    ga, gb = torch.autograd.grad(ScaledLogSemiring.sum(torch.stack([a, b], -1)).sum(), (a, b))
+    assert ga.tolist() == [1.0, 0.0, 0.5] and gb.tolist() == [0.0, 1.0, 0.5]
+
+
+def test_scaled_semiring_gradients_equal_autograd_logaddexp_bit_for_bit():
+    """On a ragged batch, the chart's size-2 sums give the marginals autograd's logaddexp gives."""
+
+    class Plain(ScaledLogSemiring):
+        @staticmethod
+        def sum(xs, dim=-1):
+            if xs.shape[dim] == 2:
+                return torch.logaddexp(*xs.unbind(dim))
+            return torch.logsumexp(xs, dim=dim)
+
+    torch.manual_seed(1)
+    pot = torch.randn(5, 40, 4, 4, dtype=torch.float64) * 3
+    lengths = torch.tensor([40, 1, 17, 2, 33])
+    assert torch.equal(marginals(pot, lengths, ScaledLogSemiring), marginals(pot, lengths, Plain))

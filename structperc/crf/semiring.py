@@ -15,7 +15,18 @@ within one L x L block.  A result that underflows entirely is clamped to log(tin
 instead of -inf, so gradients stay finite.  Use float64 potentials (``CRF(dtype="float64")``).
 
 The maxima are detached: the result does not depend on them, so their gradient is zero.
-``sum`` over a dimension of size 2 (torch-struct's chart initialisation) uses ``logaddexp``.
+
+``sum`` over a dimension of size 2 is torch-struct's chart initialisation, once per bucket over
+the whole chart [B, bin_N, L, L]: ``c = a (+) b`` with a the identity matrices of the padding and
+b the edge potentials, each the semiring zero where the other holds.  It uses ``logaddexp``
+forward with a shorter backward (``_LogAddExp``): with w = e^{a - c} = sigmoid(a - b),
+
+    dc/da = w,   dc/db = 1 - w,
+
+so the gradients are g w and g - g w: one exp, where autograd's ``logaddexp`` backward takes two
+exp and two divisions (g / (1 + e^{b-a}), g / (1 + e^{a-b})).  Identical where one side is the
+semiring zero (w is exactly 0 or 1, the case of the chart), within rounding elsewhere.  Measured
+on one 8,000-token bucket: the DP backward 0.24 -> 0.18 s.
 """
 
 from __future__ import annotations
@@ -23,6 +34,23 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 from torch_struct import LogSemiring
+
+
+class _LogAddExp(torch.autograd.Function):
+    """c = logaddexp(a, b) with the backward (g w, g - g w), w = e^{a - c} (module docstring)."""
+
+    @staticmethod
+    def forward(ctx, a: Tensor, b: Tensor) -> Tensor:
+        c = torch.logaddexp(a, b)
+        ctx.save_for_backward(a, c)
+        return c
+
+    @staticmethod
+    def backward(ctx, g: Tensor) -> tuple[Tensor, Tensor]:
+        a, c = ctx.saved_tensors
+        # a = b = -inf gives c = -inf and 0/0: take w = 1/2, its value wherever a = b
+        grad_a = torch.sub(a, c).exp_().nan_to_num_(0.5).mul_(g)
+        return grad_a, g - grad_a
 
 
 class ScaledLogSemiring(LogSemiring):
@@ -46,7 +74,7 @@ class ScaledLogSemiring(LogSemiring):
         """logsumexp over ``dim``."""
         if xs.shape[dim] == 2:
             a, b = xs.unbind(dim)
-            return torch.logaddexp(a, b)
+            return _LogAddExp.apply(a, b)
         return torch.logsumexp(xs, dim=dim)
 
 
