@@ -20,6 +20,7 @@ from structperc.crf.lbfgs import LBFGS
 from structperc.crf.learner import CRF
 from structperc.crf.lookup import TransposedIndex, lookup
 from structperc.crf.objective import full_objective, length_buckets, make_buckets
+from structperc.crf.packing import pack_documents, packed_batch, row_tokens
 from structperc.crf.sgd import ScaledSGD
 from structperc.features.extract import FeatureMatrix
 from structperc.model.batch import make_batch
@@ -86,7 +87,7 @@ def brute_objective(weights, features, labels, sigma2) -> float:
     return total + sq / (2 * sigma2)
 
 
-def objective_of(learner, weights, features, labels, budget=16):
+def objective_of(learner, weights, features, labels, budget=16, packed=False):
     index = TransposedIndex.build(features.ids, features.offsets, weights.num_features)
     buckets = make_buckets(
         features,
@@ -95,6 +96,7 @@ def objective_of(learner, weights, features, labels, budget=16):
         with_index=False,
         num_features=weights.num_features,
         device="cpu",
+        packed=packed,
     )
     return full_objective(learner, weights, features, index, buckets)
 
@@ -153,23 +155,25 @@ def test_length_buckets_respect_the_budget_and_cover_every_document():
 # ---------------------------------------------------------------------------------------------
 # the objective and its gradient
 # ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("packed", [False, True], ids=["buckets", "packed"])
 @pytest.mark.parametrize("edges", [True, False])
 @pytest.mark.parametrize("semiring", ["log", "scaled"])
-def test_objective_matches_brute_force(semiring, edges):
+def test_objective_matches_brute_force(semiring, edges, packed):
     features, labels, names = toy_problem(4)
     weights = random_weights(12, names, edges=edges)
     learner = CRF(sigma2=2.0, semiring=semiring)
-    f, total, _, errors = objective_of(learner, weights, features, labels)
+    f, total, _, errors = objective_of(learner, weights, features, labels, packed=packed)
     assert f == pytest.approx(brute_objective(weights, features, labels, 2.0), rel=1e-10)
     assert 0 <= errors <= features.num_tokens
 
 
+@pytest.mark.parametrize("packed", [False, True], ids=["buckets", "packed"])
 @pytest.mark.parametrize("edges", [True, False])
-def test_gradient_matches_finite_differences(edges):
+def test_gradient_matches_finite_differences(edges, packed):
     features, labels, names = toy_problem(5)
     weights = random_weights(12, names, scale=0.3, edges=edges)
     learner = CRF(sigma2=1.5)
-    _, _, grads, _ = objective_of(learner, weights, features, labels)
+    _, _, grads, _ = objective_of(learner, weights, features, labels, packed=packed)
     gen = torch.Generator().manual_seed(0)
     eps = 1e-6
     for table, grad in zip(weights.tables().values(), grads, strict=True):
@@ -206,6 +210,57 @@ def test_bucketing_does_not_change_the_objective():
     assert f1 == pytest.approx(f2, rel=1e-12) and e1 == e2
     for a, b in zip(g1, g2, strict=True):
         torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("edges", [True, False])
+@pytest.mark.parametrize("budget", [1, 12, 1000])
+def test_packing_documents_end_to_end_does_not_change_the_objective(budget, edges):
+    """packing.py: a row's nll is the sum of its documents' (the chain factorises at each
+    document's first token), so packed rows give the objective, gradient and errors of
+    one-document sequences; with lengths 1 to 12 and rows of 1, 2 or many per bucket."""
+    lengths = [1, 12, 3, 1, 7, 5, 2, 9, 4, 1, 6, 11, 2]
+    features, labels, names = toy_problem(7, lengths=lengths, L=4)
+    weights = random_weights(12, names, scale=1.0, edges=edges)
+    learner = CRF(sigma2=10.0)
+    f1, n1, g1, e1 = objective_of(learner, weights, features, labels, budget=1)
+    f2, n2, g2, e2 = objective_of(learner, weights, features, labels, budget, packed=True)
+    assert f2 == pytest.approx(f1, rel=1e-12) and n2 == pytest.approx(n1, rel=1e-12)
+    assert e1 == e2
+    for a, b in zip(g1, g2, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_pack_documents_fills_rows_of_a_power_of_two_edges():
+    lengths = [5, 1, 9, 3, 3, 17, 2, 8, 16, 1]
+    capacity = row_tokens(lengths)
+    assert capacity == 17  # 16 edges hold the longest document (17 tokens)
+    assert row_tokens([1]) == row_tokens([2]) == 2 and row_tokens([3]) == 3
+    rows = pack_documents(lengths, capacity)
+    assert sorted(d for row in rows for d in row) == list(range(len(lengths)))
+    fill = [sum(lengths[d] for d in row) for row in rows]
+    assert max(fill) <= capacity and fill == sorted(fill, reverse=True)
+    assert len(rows) == -(-sum(lengths) // capacity)  # 65 tokens in the fewest rows: 4
+    with pytest.raises(ValueError, match="a document of 17 tokens does not fit rows of 9"):
+        pack_documents(lengths, 9)
+
+
+def test_packed_batch_lays_out_rows_of_documents():
+    lengths = [3, 1, 4, 2]
+    features, _, names = toy_problem(8, lengths=lengths)
+    weights = random_weights(12, names)
+    rows = [[2, 1], [0, 3]]
+    batch = packed_batch(features, rows)
+    assert batch.lengths.tolist() == [5, 5] and batch.first_token.tolist() == [0, 4, 5, 8]
+    pot = weights.potentials(batch)  # [2 rows, 5, L, L]
+    for r, row in enumerate(rows):
+        t = 0
+        for d in row:
+            alone = weights.potentials(make_batch(features, [d]))[0]  # [n, L, L]
+            n = lengths[d]
+            torch.testing.assert_close(pot[r, t + 1 : t + n], alone[1:n])
+            # a document's first token scores the same from every previous label
+            torch.testing.assert_close(pot[r, t], alone[0, 0].expand_as(pot[r, t]))
+            t += n
 
 
 # ---------------------------------------------------------------------------------------------

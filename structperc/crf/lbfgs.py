@@ -172,7 +172,9 @@ class LBFGSTraining(Optimization):
             self.features.ids.cpu(), self.features.offsets.cpu(), weights.num_features
         )
         self.index = index.to(device)
-        self.buckets = self.training_buckets(self.learner.dp_batch_tokens, with_index=False)
+        self.buckets = self.training_buckets(
+            self.learner.dp_batch_tokens, with_index=False, packed=self.learner.pack
+        )
         log.info(
             "CRF L-BFGS: %d documents in %d DP buckets, %d parameters, sigma2 %g",
             self.features.num_docs,

@@ -51,6 +51,9 @@ class CRF(Learner):
         lr: SGD initial learning rate eta_0.
         batch_tokens: SGD mini-batch size in padded tokens (B * longest document).
         dp_batch_tokens: L-BFGS bucket size for the DP, in padded tokens.
+        pack: L-BFGS packs documents end to end into rows of 2^k + 1 tokens (``packing.py``:
+            the same objective and gradient within rounding, without torch-struct's padding to
+            powers of two); False: buckets of documents of similar length.
         semiring: ``"scaled"`` (``ScaledLogSemiring``, fast) or ``"log"`` (torch-struct's own).
         dtype: floating type of the DP (``"float64"``: exact log Z over 1,000-token documents).
 
@@ -72,6 +75,7 @@ class CRF(Learner):
     lr: float = 0.05
     batch_tokens: int = 2000
     dp_batch_tokens: int = 8000
+    pack: bool = True
     semiring: str = "scaled"
     dtype: str = "float64"
 

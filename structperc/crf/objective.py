@@ -10,7 +10,7 @@ with a Gaussian prior (Chen & Rosenfeld 2000), as in Kazama & Torisawa's (2007) 
 The expectation is the marginals, obtained as the gradient of torch-struct's log-partition by
 autograd (``adapter.py``); the chain rule through the sparse lookups (``lookup.py``) turns the
 per-token gradients into table gradients.  Documents go through the DP in buckets of similar
-length (``make_buckets``).
+length, or packed end to end into rows of 2^k + 1 tokens (``make_buckets``, ``packing.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from torch import Tensor
 
 from structperc.crf.adapter import nll
 from structperc.crf.lookup import TransposedIndex, lookup
+from structperc.crf.packing import pack_documents, packed_batch, row_tokens
 from structperc.crf.semiring import get_semiring
 from structperc.distributed import SERIAL, Group
 from structperc.features.extract import FeatureMatrix
@@ -42,6 +43,7 @@ class CRFSettings(Protocol):
     lr: float  # SGD: initial learning rate
     batch_tokens: int  # SGD: mini-batch size in padded tokens
     dp_batch_tokens: int  # L-BFGS: DP bucket size in padded tokens
+    pack: bool  # L-BFGS: documents end to end in rows of 2^k + 1 tokens (packing.py)
 
 
 @dataclass
@@ -80,6 +82,15 @@ def length_buckets(lengths: list[int], budget: int) -> list[list[int]]:
     return buckets
 
 
+def packed_groups(lengths: list[int], budget: int) -> list[list[list[int]]]:
+    """Rows of documents end to end (``packing.pack_documents``), ``budget // row length``
+    rows (at least one) to a bucket."""
+    capacity = row_tokens(lengths)
+    rows = pack_documents(lengths, capacity)
+    per = max(1, budget // capacity)
+    return [rows[i : i + per] for i in range(0, len(rows), per)]
+
+
 def make_buckets(
     features: FeatureMatrix,
     labels: Tensor,
@@ -88,13 +99,25 @@ def make_buckets(
     with_index: bool,
     num_features: int,
     device: str | torch.device,
+    packed: bool = False,
 ) -> list[Bucket]:
-    """``Bucket``s of all documents of ``features`` (gold ``labels`` [N] over all tokens)."""
+    """``Bucket``s of all documents of ``features`` (gold ``labels`` [N] over all tokens).
+
+    ``packed``: the bucket's sequences are rows of several documents end to end (``packing.py``:
+    the same objective and gradient with a third less DP work on CoNLL-2003); else documents of
+    similar length, one a sequence.
+    """
     doc_offsets = features.doc_offsets
     lengths = (doc_offsets[1:] - doc_offsets[:-1]).tolist()
+    if packed:
+        layouts = [
+            (packed_batch(features, rows), [d for row in rows for d in row])
+            for rows in packed_groups(lengths, budget)
+        ]
+    else:
+        layouts = [(make_batch(features, docs), docs) for docs in length_buckets(lengths, budget)]
     out = []
-    for docs in length_buckets(lengths, budget):
-        batch = make_batch(features, docs)
+    for batch, docs in layouts:
         tokens = torch.cat(
             [torch.arange(int(doc_offsets[d]), int(doc_offsets[d + 1])) for d in docs]
         )

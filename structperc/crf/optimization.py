@@ -96,7 +96,9 @@ class Optimization:
         self.seed, self.device, self.progress = seed, device, progress
         self.group = group  # the ranks whose shards (``features``) make up the training set
 
-    def training_buckets(self, budget: int, *, with_index: bool) -> list[Bucket]:
+    def training_buckets(
+        self, budget: int, *, with_index: bool, packed: bool = False
+    ) -> list[Bucket]:
         """``make_buckets`` of the training documents, ``budget`` padded tokens each."""
         return make_buckets(
             features_cpu(self.features),
@@ -105,6 +107,7 @@ class Optimization:
             with_index=with_index,
             num_features=self.weights.num_features,
             device=self.device,
+            packed=packed,
         )
 
     def iteration(self, k: int) -> Iteration:
