@@ -124,6 +124,25 @@ def test_lookup_matches_embedding_bag_forward_and_backward(covers_all):
     torch.testing.assert_close(got, ref_table.grad)
 
 
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 22])
+def test_transposed_index_lists_each_features_tokens_in_order(chunk):
+    """X^T by the chunked counting sort = a loop over the CSR rows, for any chunk size."""
+    features, _, _ = toy_problem(9, docs=8, F_=15)
+    ids, offsets = features.ids, features.offsets
+    index = TransposedIndex.build(ids, offsets, 17, chunk=chunk)  # features 15, 16 never occur
+    expected: dict[int, list[int]] = {}
+    for token in range(len(offsets) - 1):
+        for f in ids[offsets[token] : offsets[token + 1]].tolist():
+            expected.setdefault(f, []).append(token)
+    assert index.rows.tolist() == sorted(expected)
+    assert index.tokens.dtype == index.offsets.dtype == torch.int32
+    got = {
+        int(f): index.tokens[index.offsets[u] : index.offsets[u + 1]].tolist()
+        for u, f in enumerate(index.rows)
+    }
+    assert got == expected and not index.covers_all
+
+
 def test_chain_potentials_equal_a_loop_over_tokens():
     features, _, labels = toy_problem(3, docs=5)
     weights = random_weights(12, labels)

@@ -79,6 +79,7 @@ def worker_structperc(cfg: dict, edges: bool = True) -> dict:
     corpus = load_corpus(cfg, ("train", "test"))
     shared, feats, _, mats = load_shared_model(Path(cfg["model_dir"]))
     labels = shared.labels
+    del shared  # the perceptron's tables (111 MB): only its features and matrices are used here
     y = encode_labels(corpus["train"], labels)
     # from zero, as a CRF run starts; edges=False: node features + a transition matrix
     device = cfg.get("device", "cpu")  # gpu_bench.py: "cuda"

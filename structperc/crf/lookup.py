@@ -26,9 +26,12 @@ class TransposedIndex:
     """X^T of a set of N tokens in CSR form: the tokens of each feature present.
 
     rows:         [U] long, the distinct feature ids present, ascending.
-    tokens:       [nnz] long, token positions 0..N-1, grouped by feature (CSR values).
-    offsets:      [U + 1] long, feature rows[u] owns tokens[offsets[u]:offsets[u + 1]].
+    tokens:       [nnz] int32, token positions 0..N-1, grouped by feature (CSR values).
+    offsets:      [U + 1] int32, feature rows[u] owns tokens[offsets[u]:offsets[u + 1]].
     num_features: F, the table size.
+
+    int32 (``embedding_bag`` takes int32 indices with int32 offsets) halves what the index holds
+    beside the tables: 4 bytes per feature occurrence (nnz < 2^31).  ``build`` runs in chunks.
     """
 
     rows: Tensor
@@ -37,16 +40,37 @@ class TransposedIndex:
     num_features: int
 
     @classmethod
-    def build(cls, ids: Tensor, offsets: Tensor, num_features: int) -> TransposedIndex:
-        """From CSR token features ``ids`` [nnz], ``offsets`` [N + 1]; O(nnz log nnz)."""
-        n_tokens = len(offsets) - 1
-        counts = offsets[1:] - offsets[:-1]  # [N]
-        token_of = torch.repeat_interleave(torch.arange(n_tokens), counts)  # [nnz]
-        sorted_ids, order = torch.sort(ids.long(), stable=True)
-        rows, per_row = torch.unique_consecutive(sorted_ids, return_counts=True)
-        row_offsets = torch.zeros(len(rows) + 1, dtype=torch.long)
-        torch.cumsum(per_row, 0, out=row_offsets[1:])
-        return cls(rows, token_of[order], row_offsets, num_features)
+    def build(
+        cls, ids: Tensor, offsets: Tensor, num_features: int, chunk: int = 1 << 20
+    ) -> TransposedIndex:
+        """From CSR token features ``ids`` [nnz], ``offsets`` [N + 1]; O(nnz log chunk).
+
+        A counting sort in chunks of occurrences, so that no full-length int64 array is ever
+        made (on CoNLL-2003 the peak memory of a CRF run was this build's): feature f's
+        segment of X^T starts at the number of occurrences of the features below f; a chunk's
+        occurrences, stably sorted by id, go after the ones of the same feature in earlier
+        chunks.  Tokens stay ascending within each feature.  The token of occurrence k is the
+        CSR row holding it, ``searchsorted(offsets, k, right) - 1``.
+        """
+        if len(ids) >= 2**31:
+            raise ValueError(f"{len(ids)} feature occurrences: X^T holds int32 positions")
+        counts = torch.bincount(ids, minlength=num_features)  # [F] occurrences per feature
+        segment = torch.cumsum(counts, 0) - counts  # [F] where each feature's tokens start
+        seen = torch.zeros_like(counts)  # [F] occurrences placed by earlier chunks
+        tokens = torch.empty(len(ids), dtype=torch.int32)  # [nnz]
+        for lo in range(0, len(ids), chunk):
+            sorted_ids, order = torch.sort(ids[lo : lo + chunk].long(), stable=True)
+            present, per_id = torch.unique_consecutive(sorted_ids, return_counts=True)
+            first = torch.cumsum(per_id, 0) - per_id  # [u] start of each id in the chunk
+            rank = torch.arange(len(order)) - torch.repeat_interleave(first, per_id)
+            where = segment[sorted_ids] + seen[sorted_ids] + rank  # [c] places in X^T
+            token = torch.searchsorted(offsets, order + lo, right=True, out_int32=True).sub_(1)
+            tokens[where] = token
+            seen.index_add_(0, present, per_id)
+        rows = torch.nonzero(counts).squeeze(1)  # [U] features present, ascending
+        row_offsets = torch.zeros(len(rows) + 1, dtype=torch.int32)
+        torch.cumsum(counts[rows], 0, out=row_offsets[1:])
+        return cls(rows, tokens, row_offsets, num_features)
 
     @property
     def covers_all(self) -> bool:

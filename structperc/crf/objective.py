@@ -143,13 +143,25 @@ def dtype_of(name: str) -> torch.dtype:
     return torch.float64 if name == "float64" else torch.float32
 
 
-def bucket_loss(learner: CRFSettings, scores: Tensor, bucket: Bucket, num_labels: int) -> Tensor:
+def bucket_loss(
+    learner: CRFSettings,
+    scores: Tensor,
+    bucket: Bucket,
+    num_labels: int,
+    transition: Tensor | None = None,
+) -> Tensor:
     """Sum of -log p(y* | x) over the bucket's documents, from their token scores.
 
-    scores: [N_b, L + L*L] token scores (node, then edge flattened (from, to)), requires grad.
+    scores: [N_b, L + L*L] token scores (node, then edge flattened (from, to)), requires grad;
+        with ``transition`` (``features.edges=false``) the node scores [N_b, L] alone, and
+        ``transition`` [1, L*L] the one transition matrix every token shares.
     """
     L = num_labels
-    node, edge = scores[:, :L], scores[:, L:].reshape(-1, L, L)
+    node = scores[:, :L]
+    if transition is None:
+        edge = scores[:, L:].reshape(-1, L, L)
+    else:
+        edge = transition.view(1, L, L).expand(len(scores), L, L)
     potentials = chain_potentials(node, edge, bucket.batch)  # [B, T, L, L]
     loss = nll(potentials, bucket.batch.lengths, bucket.gold, get_semiring(learner.semiring))
     return loss.sum()
@@ -194,19 +206,32 @@ def full_objective(
     ids, offsets = features.ids, features.offsets
     with torch.enable_grad():
         token_node = lookup(leaves[0], ids, offsets, index)  # [N, L]
-        token_edge = edge_lookup(weights, leaves[1], ids, offsets, index)  # [N, L*L]
-    scores = torch.cat([token_node, token_edge], dim=1).detach()  # [N, L + L*L]
+        token_edge = lookup(leaves[1], ids, offsets, index) if weights.edges else None  # [N, L*L]
+    if weights.edges:
+        scores = torch.cat([token_node, token_edge], dim=1).detach()  # [N, L + L*L]
+        transition, grad_transition = None, None
+    else:  # one transition matrix: its gradient is summed per bucket, not spread over tokens
+        scores = token_node.detach()  # [N, L]
+        transition = leaves[1].detach().to(dtype)  # [1, L*L]
+        grad_transition = torch.zeros_like(transition)
     grad_scores = torch.zeros_like(scores)
     total, errors = 0.0, 0
     for bucket in buckets:
-        s = scores[bucket.tokens].to(dtype).requires_grad_(True)  # [N_b, L + L*L]
+        s = scores[bucket.tokens].to(dtype).requires_grad_(True)  # [N_b, L (+ L*L)]
+        t = None if transition is None else transition.clone().requires_grad_(True)
         with torch.enable_grad():
-            loss = bucket_loss(learner, s, bucket, L)
+            loss = bucket_loss(learner, s, bucket, L, t)
             loss.backward()
         grad_scores[bucket.tokens] = s.grad.to(grad_scores.dtype)
+        if t is not None:
+            grad_transition += t.grad
         total += float(loss.detach())
         errors += posterior_errors(s.grad[:, :L], bucket.labels)
-    torch.autograd.backward([token_node, token_edge], [grad_scores[:, :L], grad_scores[:, L:]])
+    if weights.edges:
+        torch.autograd.backward([token_node, token_edge], [grad_scores[:, :L], grad_scores[:, L:]])
+    else:
+        torch.autograd.backward(token_node, grad_scores)
+        leaves[1].grad = grad_transition.to(leaves[1].dtype)
     grads = [leaf.grad.to_dense() if leaf.grad.is_sparse else leaf.grad for leaf in leaves]
     group.all_sum_(*grads)
     total, errors = group.all_sum(total, errors)
