@@ -351,8 +351,10 @@ def render(section: dict) -> list[str]:
         f"| {cell(sp, 'peak_rss_mb', '{:,.0f}')} | {cell(cs, 'peak_rss_mb', '{:,.0f}')} "
         f"| {versus('memory', sn, cs, 'peak_rss_mb')} "
         f"| {versus('memory', sp, cs, 'peak_rss_mb')} |",
-        f"| peak memory, worker process up to the end of training (MiB) | {cell(sn, 'peak_rss_train_mb', '{:,.0f}')} "
-        f"| {cell(sp, 'peak_rss_train_mb', '{:,.0f}')} | {cell(cs, 'peak_rss_train_mb', '{:,.0f}')} "
+        "| peak memory, worker process up to the end of training (MiB) "
+        f"| {cell(sn, 'peak_rss_train_mb', '{:,.0f}')} "
+        f"| {cell(sp, 'peak_rss_train_mb', '{:,.0f}')} "
+        f"| {cell(cs, 'peak_rss_train_mb', '{:,.0f}')} "
         f"| {versus('memory', sn, cs, 'peak_rss_train_mb')} "
         f"| {versus('memory', sp, cs, 'peak_rss_train_mb')} |",
         f"| test F1 after k iterations (not converged) | {cell(sn, 'test_f1_after_k')} "
