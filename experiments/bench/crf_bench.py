@@ -216,7 +216,9 @@ def summarize(rounds: list[dict]) -> dict:
             "surface_features": last["surface_features"],
             "test_f1_after_k": last["test_f1_after_k"],
             "peak_rss_mb": median([r[system]["peak_rss_mb"] for r in rounds]),
-            "peak_rss_train_mb": median([r[system].get("peak_rss_train_mb") for r in rounds]),
+            "peak_rss_train_mb": median(  # (None in results from before this row)
+                [m for r in rounds if (m := r[system].get("peak_rss_train_mb")) is not None]
+            ),
         }
     for system, suffix in (("structperc", ""), ("structperc_nodes", "_nodes")):
         if system not in out:  # (results from before the edges=false system)
