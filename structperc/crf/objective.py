@@ -15,7 +15,7 @@ length, or packed end to end into rows of 2^k + 1 tokens (``make_buckets``, ``pa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import torch
@@ -50,7 +50,8 @@ class CRFSettings(Protocol):
 class Bucket:
     """Documents decoded together: their batch layout, gold labels and global token positions.
 
-    batch:  FeatureBatch of the documents (CSR features, lengths, layout maps).
+    batch:  FeatureBatch of the documents (lengths, layout maps; the CSR features only where a
+            bucket has its own ``index``: full-batch L-BFGS looks up all tokens at once).
     gold:   [B, T] long gold labels, -1 past each length.
     labels: [N_b] long gold labels of the bucket's tokens (batch token order).
     tokens: [N_b] long positions of the bucket's tokens in the whole training set.
@@ -122,11 +123,10 @@ def make_buckets(
             [torch.arange(int(doc_offsets[d]), int(doc_offsets[d + 1])) for d in docs]
         )
         gold_tokens = labels[tokens]  # [N_b]
-        index = (
-            TransposedIndex.build(batch.ids, batch.offsets, num_features).to(device)
-            if with_index
-            else None
-        )
+        if with_index:
+            index = TransposedIndex.build(batch.ids, batch.offsets, num_features).to(device)
+        else:  # full batch: one lookup over all tokens, so keep the layout, not a copy of X
+            index, batch = None, layout_only(batch)
         out.append(
             Bucket(
                 batch=batch.to(device),
@@ -137,6 +137,12 @@ def make_buckets(
             )
         )
     return out
+
+
+def layout_only(batch: FeatureBatch) -> FeatureBatch:
+    """``batch`` without its feature ids (every token's CSR row empty): what the DP reads
+    (lengths, first tokens, padded positions), without a second copy of X [nnz]."""
+    return replace(batch, ids=batch.ids[:0], offsets=torch.zeros_like(batch.offsets))
 
 
 def dtype_of(name: str) -> torch.dtype:
