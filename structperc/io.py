@@ -5,11 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
+
+STDIO = "-"  # a path that means standard input (reading) or standard output (writing)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -18,12 +21,29 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def read_input_bytes(path: str | Path) -> tuple[bytes, str]:
+    """The bytes of ``path`` and the name to report it by; ``"-"`` reads standard input."""
+    if str(path) == STDIO:
+        return sys.stdin.buffer.read(), "<stdin>"
+    return Path(path).read_bytes(), str(path)
+
+
+def write_output_text(path: str | Path, text: str) -> None:
+    """``text`` to standard output for ``"-"``, else atomically to ``path``."""
+    if str(path) == STDIO:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        atomic_write_text(path, text)
 
 
 def atomic_write_json(path: str | Path, obj) -> None:

@@ -4,13 +4,17 @@
     python -m structperc.predict model=RUN_DIR input=tokens.txt output=out.txt 'columns=[token]'
     python -m structperc.predict model=RUN_DIR input=news.txt output=out.jsonl \\
         input_format=text output_format=jsonl
+    cat news.txt | structperc-tag model=RUN_DIR input=- output=- input_format=text \\
+        output_format=jsonl > out.jsonl
 
 Input: CoNLL columns in the layout's order (with or without the gold tags), any other column
 layout through a column map (``columns=[token,_,_,ner]``, ``_`` skipping a column; gold tags in
 IOB1, IOB2 or IO, ``scheme``), or plain text (``input_format=text``: paragraphs are documents).
 Output: the input columns and the predicted tag as the last one (``conll``), or one JSON line
 per document with its entities (``jsonl``: character offsets for text input, token offsets for
-column input).  With gold tags present it prints conlleval-style scores.  Under ``torchrun``
+column input).  ``input=-`` reads standard input and ``output=-`` writes standard output; the
+log goes to standard error, and so do the scores when the output is standard output.  With gold
+tags present it prints conlleval-style scores.  Under ``torchrun``
 (``torchrun --standalone --nproc-per-node=N -m structperc.predict ...``) the documents are split
 into N consecutive blocks of about equal tokens, each rank tags one, and rank 0 writes the one
 output in the input's order.  Bad input or a bad
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 from pathlib import Path
 
@@ -34,7 +39,7 @@ from structperc.data.tags import spans
 from structperc.data.text import entity_spans, read_text
 from structperc.distributed import SERIAL, Group, contiguous_shards
 from structperc.eval.chunks import evaluate
-from structperc.io import atomic_write_text
+from structperc.io import STDIO, read_input_bytes, write_output_text
 from structperc.tagger import Tagger
 from structperc.tasks.loading import ColumnTagger
 
@@ -44,14 +49,15 @@ INPUT_FORMATS, OUTPUT_FORMATS = ("conll", "text"), ("conll", "jsonl")
 
 
 def read_text_file(path: str | Path) -> str:
-    """The UTF-8 text of ``path``; ConllFormatError naming the line of a bad byte."""
-    data = Path(path).read_bytes()
+    """The UTF-8 text of ``path`` (``"-"``: standard input); ConllFormatError naming the line
+    of a bad byte."""
+    data, name = read_input_bytes(path)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
         raise ConllFormatError(
-            f"{path}:{line}: expected UTF-8 text, found byte 0x{data[err.start]:02x}"
+            f"{name}:{line}: expected UTF-8 text, found byte 0x{data[err.start]:02x}"
         ) from None
 
 
@@ -98,7 +104,8 @@ def tag_file(
     paragraphs, text = None, ""
     if input_format == "text":
         text = read_text_file(input_path)
-        paragraphs = read_text(text, source=str(input_path))
+        source = "<stdin>" if str(input_path) == STDIO else str(input_path)
+        paragraphs = read_text(text, source=source)
         docs = [p.document for p in paragraphs]
     else:
         docs = read_conll(input_path, layout, documents, columns=columns, scheme=scheme)
@@ -129,7 +136,7 @@ def tag_file(
                     for s, e, t in spans(tags)
                 ]
             lines.append(json.dumps({"source": doc.source, "entities": entities}))
-        atomic_write_text(output_path, "\n".join(lines) + "\n" if lines else "")
+        write_output_text(output_path, "\n".join(lines) + "\n" if lines else "")
     else:
         write_conll(output_path, docs, pred)
     if score and docs and all(d.tags is not None for d in docs):
@@ -167,9 +174,10 @@ def main(cfg: DictConfig) -> None:
         group.close()
     if not group.is_main:
         return
-    log.info("wrote %s", cfg.output)
+    to_stdout = str(cfg.output) == STDIO  # then the scores go to stderr, with the log
+    log.info("wrote %s", "<stdout>" if to_stdout else cfg.output)
     if scores is not None:
-        print(scores.format())
+        print(scores.format(), file=sys.stderr if to_stdout else sys.stdout)
 
 
 if __name__ == "__main__":

@@ -85,13 +85,14 @@ def test_entities_of_plain_text_carry_character_offsets(token_model, synthetic_d
     assert len(tokens) == sum(len(d) for d in docs[:3])
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
+def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     """``structperc-tag ARGS``: ``main`` called from a plain import, as the console script does
     (``python -m`` would run it as ``__main__``, where Hydra finds its configs differently)."""
     code = "import sys; from structperc.predict import main; sys.argv[0] = 'structperc-tag'; main()"
     return subprocess.run(
         [sys.executable, "-c", code, *args],
         cwd=ROOT,
+        input=stdin,
         capture_output=True,
         text=True,
         env={k: v for k, v in __import__("os").environ.items() if k != "HYDRA_FULL_ERROR"},
@@ -276,3 +277,31 @@ def test_a_model_on_automatic_tags_carries_its_tagger(
     docs = read_conll(synthetic_dir / "conll2003" / "test.txt")
     tags = tagger.tag(docs[0].tokens)
     assert len(tags) == len(docs[0]) and tagger.tag_documents(docs)[0] == tags
+
+
+def test_standard_input_and_output(token_model, column_model, synthetic_dir, tmp_path):
+    """``input=- output=-``: the data alone on stdout, the log and the scores on stderr; the
+    same result as through files; a bad byte on stdin is reported as ``<stdin>:LINE``."""
+    path = synthetic_dir / "conll2003" / "test.txt"
+    to_file = cli(f"model={column_model}", f"input={path}", f"output={tmp_path / 'out.txt'}")
+    assert to_file.returncode == 0, to_file.stderr
+    piped = cli(f"model={column_model}", "input=-", "output=-", stdin=path.read_text())
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout == (tmp_path / "out.txt").read_text()
+    assert "FB1" in piped.stderr and "FB1" in to_file.stdout
+    text = "John Smith lives in Paris .\n\nAcme Corp hired Mary .\n"
+    lines = cli(
+        f"model={token_model}", "input=-", "output=-", "input_format=text",
+        "output_format=jsonl", stdin=text,
+    )  # fmt: skip
+    assert lines.returncode == 0, lines.stderr
+    docs = [json.loads(line) for line in lines.stdout.splitlines()]
+    assert [d["source"] for d in docs] == ["<stdin>:1", "<stdin>:3"]
+    bad = subprocess.run(
+        [sys.executable, "-m", "structperc.predict", f"model={column_model}", "input=-",
+         "output=-"],
+        cwd=ROOT, input=b"EU NNP B-NP B-ORG\n\xff\n", capture_output=True,
+    )  # fmt: skip
+    assert bad.returncode == 2 and bad.stderr.decode().strip().endswith(
+        "<stdin>:2: expected UTF-8 text, found byte 0xff (invalid start byte)"
+    )

@@ -19,10 +19,10 @@ import codecs
 import gc
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
+
+from structperc.io import read_input_bytes, write_output_text
 
 from .document import Document
 from .tags import TagError, split_tag
@@ -162,7 +162,7 @@ def read_conll(
         raise ValueError(f"documents must be one of {DOCUMENT_MODES}, got {documents!r}")
     if max_docs is not None and max_docs < 0:
         raise ValueError(f"max_docs must be >= 0 or None, got {max_docs}")
-    data = Path(path).read_bytes()
+    data, name = read_input_bytes(path)  # "-": standard input, reported as <stdin>
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8) :]
     try:
@@ -170,7 +170,7 @@ def read_conll(
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
         raise ConllFormatError(
-            f"{path}:{line}: expected UTF-8 text, found byte 0x{data[err.start]:02x} ({err.reason})"
+            f"{name}:{line}: expected UTF-8 text, found byte 0x{data[err.start]:02x} ({err.reason})"
         ) from None
     if max_docs == 0:
         return []
@@ -178,7 +178,7 @@ def read_conll(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        parser = _Parser(str(path), layout, mode == "docstart", columns, scheme)
+        parser = _Parser(name, layout, mode == "docstart", columns, scheme)
         return parser.parse(text, max_docs)
     finally:
         if gc_was_enabled:
@@ -376,18 +376,4 @@ def write_conll(
         for a, b in zip(bounds, bounds[1:], strict=False):
             if b > a:
                 chunks.append("".join(" ".join(row) + "\n" for row in rows[a:b]) + "\n")
-    _write_atomic(Path(path), "".join(chunks))
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes it 0600
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_output_text(path, "".join(chunks))  # "-": standard output
