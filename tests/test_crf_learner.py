@@ -19,7 +19,7 @@ from structperc.crf.adapter import path_scores
 from structperc.crf.lbfgs import LBFGS
 from structperc.crf.learner import CRF
 from structperc.crf.lookup import TransposedIndex, lookup
-from structperc.crf.objective import full_objective, length_buckets, make_buckets
+from structperc.crf.objective import full_objective, length_buckets, make_buckets, packed_groups
 from structperc.crf.packing import pack_documents, packed_batch, row_tokens
 from structperc.crf.sgd import ScaledSGD
 from structperc.features.extract import FeatureMatrix
@@ -247,6 +247,22 @@ def test_packing_documents_end_to_end_does_not_change_the_objective(budget, edge
     assert e1 == e2
     for a, b in zip(g1, g2, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_packed_buckets_of_no_documents_are_none():
+    """A rank's shard may be empty (more ranks than documents): no rows, no buckets."""
+    empty = FeatureMatrix(
+        torch.zeros(0, dtype=torch.int32),
+        torch.zeros(1, dtype=torch.long),
+        torch.zeros(1, dtype=torch.long),
+    )
+    assert packed_groups([], budget=10) == []
+    for packed in (False, True):
+        buckets = make_buckets(
+            empty, torch.zeros(0, dtype=torch.long), 10, with_index=False, num_features=12,
+            device="cpu", packed=packed,
+        )  # fmt: skip
+        assert buckets == []
 
 
 def test_pack_documents_fills_rows_of_a_power_of_two_edges():

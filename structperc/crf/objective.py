@@ -86,6 +86,8 @@ def length_buckets(lengths: list[int], budget: int) -> list[list[int]]:
 def packed_groups(lengths: list[int], budget: int) -> list[list[list[int]]]:
     """Rows of documents end to end (``packing.pack_documents``), ``budget // row length``
     rows (at least one) to a bucket."""
+    if not lengths:  # an empty shard (more ranks than documents)
+        return []
     capacity = row_tokens(lengths)
     rows = pack_documents(lengths, capacity)
     per = max(1, budget // capacity)
