@@ -34,31 +34,18 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from structperc.cli import config_dir, fail_cleanly
-from structperc.data.conll import ConllFormatError, read_conll, write_conll
+from structperc.data.conll import read_conll, read_utf8, write_conll
 from structperc.data.tags import spans
 from structperc.data.text import entity_spans, read_text
 from structperc.distributed import SERIAL, Group, contiguous_shards
 from structperc.eval.chunks import evaluate
-from structperc.io import STDIO, read_input_bytes, write_output_text
+from structperc.io import STDIO, write_output_text
 from structperc.tagger import Tagger
 from structperc.tasks.loading import ColumnTagger
 
 log = logging.getLogger("structperc.predict")
 
 INPUT_FORMATS, OUTPUT_FORMATS = ("conll", "text"), ("conll", "jsonl")
-
-
-def read_text_file(path: str | Path) -> str:
-    """The UTF-8 text of ``path`` (``"-"``: standard input); ConllFormatError naming the line
-    of a bad byte."""
-    data, name = read_input_bytes(path)
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise ConllFormatError(
-            f"{name}:{line}: expected UTF-8 text, found byte 0x{data[err.start]:02x}"
-        ) from None
 
 
 def tag_file(
@@ -103,8 +90,7 @@ def tag_file(
     )
     paragraphs, text = None, ""
     if input_format == "text":
-        text = read_text_file(input_path)
-        source = "<stdin>" if str(input_path) == STDIO else str(input_path)
+        text, source = read_utf8(input_path)
         paragraphs = read_text(text, source=source)
         docs = [p.document for p in paragraphs]
     else:

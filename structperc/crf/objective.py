@@ -182,16 +182,6 @@ def posterior_errors(node_grad: Tensor, labels: Tensor) -> int:
     return int((marg.argmax(dim=1) != labels).sum())
 
 
-def edge_lookup(
-    weights: ChainWeights, leaf: Tensor, ids: Tensor, offsets: Tensor, index: TransposedIndex
-) -> Tensor:
-    """Edge scores [N, L*L] of N tokens: ``lookup`` of the edge table, or its one transition row
-    repeated (``edges=False``; autograd sums its gradient over the tokens)."""
-    if weights.edges:
-        return lookup(leaf, ids, offsets, index)
-    return leaf.expand(len(offsets) - 1, leaf.shape[1])
-
-
 def full_objective(
     learner: CRFSettings,
     weights: ChainWeights,

@@ -72,8 +72,8 @@ def packed_batch(features: FeatureMatrix, rows: list[list[int]]) -> FeatureBatch
     """
     docs = [d for row in rows for d in row]
     batch = make_batch(features, docs)  # tokens of docs in this order, first_token per document
-    doc_lengths = (features.doc_offsets[1:] - features.doc_offsets[:-1]).tolist()
-    lengths = torch.tensor([sum(doc_lengths[d] for d in row) for row in rows], dtype=torch.long)
+    row_of_doc = torch.repeat_interleave(torch.tensor([len(row) for row in rows]))  # [D]
+    lengths = torch.zeros(len(rows), dtype=torch.long).index_add_(0, row_of_doc, batch.lengths)
     T = int(lengths.max())
     row_of_token = torch.repeat_interleave(torch.arange(len(rows)), lengths)  # [N]
     row_start = torch.zeros(len(rows), dtype=torch.long)

@@ -26,7 +26,7 @@ import torch
 from torch import Tensor
 
 from structperc.crf.lookup import lookup
-from structperc.crf.objective import bucket_loss, dtype_of, edge_lookup, posterior_errors
+from structperc.crf.objective import bucket_loss, dtype_of, posterior_errors
 from structperc.crf.optimization import Iteration, Optimization
 from structperc.progress import bar
 from structperc.train import epoch_order
@@ -126,10 +126,15 @@ class SGDTraining(Optimization):
             leaves = [t.detach().requires_grad_(True) for t in tables]
             with torch.enable_grad():
                 node = lookup(leaves[0], batch.ids, batch.offsets, bucket.index)  # [N_b, L]
-                edge = edge_lookup(self.weights, leaves[1], batch.ids, batch.offsets, bucket.index)
-                scores = torch.cat([node, edge], dim=1).to(dtype) * opt.scale
+                if self.weights.edges:  # [N_b, L + L*L]
+                    edge = lookup(leaves[1], batch.ids, batch.offsets, bucket.index)
+                    scores = torch.cat([node, edge], dim=1).to(dtype) * opt.scale
+                    transition = None
+                else:  # [N_b, L] and the one transition matrix [1, L*L]
+                    scores = node.to(dtype) * opt.scale
+                    transition = leaves[1].to(dtype) * opt.scale
                 scores.retain_grad()
-                loss = bucket_loss(learner, scores, bucket, L)
+                loss = bucket_loss(learner, scores, bucket, L, transition)
                 loss.backward()
             total += float(loss.detach())
             errors += posterior_errors(scores.grad[:, :L], bucket.labels)

@@ -117,6 +117,21 @@ class _IobColumn:
         return list(map(pairs.__getitem__, zip(prev, tags, strict=True)))
 
 
+def read_utf8(path: str | os.PathLike) -> tuple[str, str]:
+    """The UTF-8 text of ``path`` (a leading BOM dropped; ``"-"``: standard input) and the name
+    to report it by; ConllFormatError naming the line of a byte that is not UTF-8."""
+    data, name = read_input_bytes(path)
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8) :]
+    try:
+        return data.decode("utf-8"), name
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ConllFormatError(
+            f"{name}:{line}: expected UTF-8 text, found byte 0x{data[err.start]:02x} ({err.reason})"
+        ) from None
+
+
 def read_conll(
     path: str | os.PathLike,
     layout: str = "conll2003",
@@ -162,16 +177,7 @@ def read_conll(
         raise ValueError(f"documents must be one of {DOCUMENT_MODES}, got {documents!r}")
     if max_docs is not None and max_docs < 0:
         raise ValueError(f"max_docs must be >= 0 or None, got {max_docs}")
-    data, name = read_input_bytes(path)  # "-": standard input, reported as <stdin>
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8) :]
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise ConllFormatError(
-            f"{name}:{line}: expected UTF-8 text, found byte 0x{data[err.start]:02x} ({err.reason})"
-        ) from None
+    text, name = read_utf8(path)
     if max_docs == 0:
         return []
     # The parse makes ~1e5 small containers and no cycles: collecting meanwhile only costs time.
