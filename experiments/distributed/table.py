@@ -102,7 +102,11 @@ def c_over_r() -> str:
     return "\n".join(lines) + "\n"
 
 
-CRFS = [("all 946 training documents", "crf"), ("the first 200 training documents", "crf200")]
+CRFS = [
+    ("all 946 training documents", "crf"),
+    ("all 946 training documents, `learner.tol=1e-6`", "crf_tol"),
+    ("the first 200 training documents", "crf200"),
+]
 
 
 # an earlier serial run of the same settings (structperc.run without torchrun, earlier code)
