@@ -1,5 +1,6 @@
-"""structperc.crf.adapter / semiring: torch-struct log Z, marginals and path log-probabilities
-against brute-force enumeration, batching, length-1 sequences and long documents."""
+"""structperc.crf.adapter / semiring / chain: torch-struct log Z, marginals and path
+log-probabilities against brute-force enumeration, batching, length-1 sequences and long
+documents."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from structperc.crf.adapter import (
     path_scores,
     to_log_potentials,
 )
-from structperc.crf.semiring import ScaledLogSemiring, get_semiring
+from structperc.crf.chain import ScaledLinearChain
+from structperc.crf.semiring import ScaledLogSemiring, get_semiring, pair_product
 
 SETTINGS = settings(max_examples=50, deadline=None)
 SEMIRINGS = [LogSemiring, ScaledLogSemiring]
@@ -287,39 +289,48 @@ def test_errors_name_the_offending_value():
         get_semiring("max")
 
 
-def test_logaddexp_backward_is_the_closed_form():
-    """The size-2 sum's backward: d/da logaddexp(a, b) = sigmoid(a - b), d/db = sigmoid(b - a)."""
+def test_scaled_product_and_its_backward_equal_torch_structs_log_matmul():
+    """ScaledLogSemiring.matmul (the written-out backward) = LogSemiring.matmul and autograd."""
     torch.manual_seed(0)
-    a = (torch.randn(50, dtype=torch.float64) * 5).requires_grad_(True)
-    b = (torch.randn(50, dtype=torch.float64) * 5).requires_grad_(True)
-    c = ScaledLogSemiring.sum(torch.stack([a, b], dim=-1))
-    torch.testing.assert_close(c, torch.logaddexp(a, b), rtol=0, atol=0)
-    g = torch.randn(50, dtype=torch.float64)
-    ga, gb = torch.autograd.grad(c, (a, b), g)
-    torch.testing.assert_close(ga, g * torch.sigmoid(a - b), rtol=1e-12, atol=1e-15)
-    torch.testing.assert_close(gb, g * torch.sigmoid(b - a), rtol=1e-12, atol=1e-12)
-    assert torch.autograd.gradcheck(
-        lambda x, y: ScaledLogSemiring.sum(torch.stack([x, y], dim=-1)), (a[:8], b[:8])
+    a = (torch.randn(3, 5, 4, 6, dtype=torch.float64) * 4).requires_grad_(True)
+    b = (torch.randn(3, 5, 6, 2, dtype=torch.float64) * 4).requires_grad_(True)
+    want = LogSemiring.matmul(a, b)
+    got = ScaledLogSemiring.matmul(a, b)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    g = torch.randn_like(want)
+    torch.testing.assert_close(
+        torch.autograd.grad(got, (a, b), g), torch.autograd.grad(want, (a, b), g)
     )
-    # the chart's case: one side is the semiring zero -> exactly (g, 0) or (0, g); both -inf
-    # (autograd's logaddexp: NaN) -> (g/2, g/2), the value at every a = b
-    a = torch.tensor([3.0, NEG, -math.inf], dtype=torch.float64, requires_grad=True)
-    b = torch.tensor([NEG, 2.0, -math.inf], dtype=torch.float64, requires_grad=True)
-    ga, gb = torch.autograd.grad(ScaledLogSemiring.sum(torch.stack([a, b], -1)).sum(), (a, b))
-    assert ga.tolist() == [1.0, 0.0, 0.5] and gb.tolist() == [0.0, 1.0, 0.5]
+    assert torch.autograd.gradcheck(ScaledLogSemiring.matmul, (a[:1, :2], b[:1, :2]))
+    chart = (torch.randn(1, 2, 8, 3, 3, dtype=torch.float64) * 4).requires_grad_(True)
+    assert torch.autograd.gradcheck(pair_product, (chart,))
+    # a product that underflows entirely is clamped to log(tiny) with gradient 0, not NaN
+    big = torch.tensor([[[0.0, -1e5], [-1e5, -1e5]]], dtype=torch.float64)
+    x = torch.stack([big, big.transpose(-1, -2)], dim=1).view(1, 1, 2, 2, 2)
+    x = x.clone().requires_grad_(True)
+    out = pair_product(x)
+    (grad,) = torch.autograd.grad(out.sum(), x)
+    assert bool(torch.isfinite(out).all()) and bool(torch.isfinite(grad).all())
 
 
-def test_scaled_semiring_gradients_equal_autograd_logaddexp_bit_for_bit():
-    """On a ragged batch, the chart's size-2 sums give the marginals autograd's logaddexp gives."""
-
-    class Plain(ScaledLogSemiring):
-        @staticmethod
-        def sum(xs, dim=-1):
-            if xs.shape[dim] == 2:
-                return torch.logaddexp(*xs.unbind(dim))
-            return torch.logsumexp(xs, dim=dim)
-
-    torch.manual_seed(1)
-    pot = torch.randn(5, 40, 4, 4, dtype=torch.float64) * 3
-    lengths = torch.tensor([40, 1, 17, 2, 33])
-    assert torch.equal(marginals(pot, lengths, ScaledLogSemiring), marginals(pot, lengths, Plain))
+@pytest.mark.parametrize("full", [True, False], ids=["full", "ragged"])
+def test_scaled_linear_chain_equals_torch_structs_linear_chain(full):
+    """Same log Z and marginals as torch-struct's own scan, with and without padding; the
+    full-chart path (no padding) and the padded path agree too."""
+    torch.manual_seed(2)
+    for B, N, L in [(3, 9, 4), (5, 13, 3), (2, 2, 5), (4, 17, 9), (1, 33, 9), (6, 5, 2)]:
+        edges = torch.randn(B, N - 1, L, L, dtype=torch.float64) * 3
+        lengths = torch.full((B,), N) if full else torch.randint(2, N + 1, (B,))
+        lengths[0] = N
+        want = LinearChain(LogSemiring).sum(edges.clone(), lengths=lengths)
+        got = ScaledLinearChain(ScaledLogSemiring).sum(edges.clone(), lengths=lengths)
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-10)
+        want_m = LinearChain(LogSemiring).marginals(edges.clone(), lengths=lengths)
+        got_m = ScaledLinearChain(ScaledLogSemiring).marginals(edges.clone(), lengths=lengths)
+        torch.testing.assert_close(got_m, want_m, rtol=0, atol=1e-12)
+    # a chart that fills bin_N without padding, against the same chart with a padded tail
+    edges = torch.randn(2, 8, 3, 3, dtype=torch.float64)
+    padded = torch.cat([edges, torch.randn(2, 1, 3, 3, dtype=torch.float64)], dim=1)
+    full_z = ScaledLinearChain(ScaledLogSemiring).sum(edges, lengths=torch.tensor([9, 9]))
+    pad_z = ScaledLinearChain(ScaledLogSemiring).sum(padded, lengths=torch.tensor([9, 10]))
+    torch.testing.assert_close(full_z[0], pad_z[0], rtol=1e-13, atol=0)

@@ -359,14 +359,14 @@ def proposed_targets() -> list[tuple[str, object, str]]:
 
 def crf_targets() -> list[tuple[str, object, str]]:
     import torch
-    from torch_struct import LinearChain
 
     import structperc.crf.adapter as adapter_mod
     import structperc.crf.lbfgs as lbfgs_mod
     import structperc.crf.objective as objective_mod
+    import structperc.crf.semiring as semiring_mod
+    from structperc.crf.chain import ScaledLinearChain
     from structperc.crf.lbfgs import LBFGS
     from structperc.crf.lookup import _Lookup
-    from structperc.crf.semiring import ScaledLogSemiring
 
     vector = "L-BFGS: other vector ops (two-loop -g and scaling, s = t d, y = g' - g)"
     return [
@@ -374,8 +374,8 @@ def crf_targets() -> list[tuple[str, object, str]]:
         ("gradient: X^T dS, transposed embedding_bag (_Lookup.backward)", _Lookup, "backward"),
         ("DP: potentials from token scores (chain_potentials)", objective_mod, "chain_potentials"),
         ("DP: torch-struct layout (to_log_potentials)", adapter_mod, "to_log_potentials"),
-        ("DP forward: torch-struct scan (logpartition: chart, masks)", LinearChain, "logpartition"),
-        ("DP forward: semiring products (ScaledLogSemiring.matmul)", ScaledLogSemiring, "matmul"),
+        ("DP forward: the scan (ScaledLinearChain)", ScaledLinearChain, "logpartition"),
+        ("DP forward: pair products (semiring.scaled_product)", semiring_mod, "scaled_product"),
         ("DP: gold path scores (path_scores)", adapter_mod, "path_scores"),
         ("DP: rest of bucket_loss/nll/log_partition", objective_mod, "bucket_loss"),
         ("DP backward: autograd through the scan (loss.backward)", torch.Tensor, "backward"),

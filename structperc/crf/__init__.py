@@ -3,6 +3,8 @@
 ``adapter``  potentials [B, T, L, L] (from, to) <-> torch-struct edges [B, T-1, L, L] (to, from);
              log Z, marginals, path scores and log-probabilities (n-best lists for reranking).
 ``semiring`` a log semiring whose matrix products go through BLAS (faster than torch-struct's).
+``chain``    torch-struct's linear-chain scan over that product, without its chart's logaddexp.
+``packing``  documents end to end in rows that fill the scan's chart (no padding).
 ``lookup``   differentiable sparse lookups into the weight tables, with a transposed backward.
 ``objective`` the penalised likelihood and its gradient over length-sorted document buckets.
 ``optimization`` the iteration loop and stopping rules both optimizers share.

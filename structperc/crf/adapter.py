@@ -37,6 +37,8 @@ import torch
 from torch import Tensor
 from torch_struct import LinearChain, LogSemiring
 
+from structperc.crf.chain import ScaledLinearChain
+from structperc.crf.semiring import ScaledLogSemiring
 from structperc.decode.scores import check_potentials, path_scores
 
 NEG = -1e5  # torch-struct's log-semiring zero (LogSemiring.zero_)
@@ -116,12 +118,15 @@ def log_partition(
 ) -> Tensor:
     """log Z [B] of the chains (differentiable: its gradient is ``marginals``).
 
-    ``semiring``: torch-struct's ``LogSemiring`` or ``semiring.ScaledLogSemiring`` (faster).
+    ``semiring``: torch-struct's ``LogSemiring`` (through its ``LinearChain``) or
+    ``semiring.ScaledLogSemiring`` (faster, through ``chain.ScaledLinearChain``).
     """
     edges, ts_lengths = to_log_potentials(potentials, lengths)
+    scaled = isinstance(semiring, type) and issubclass(semiring, ScaledLogSemiring)
+    chain = ScaledLinearChain(semiring) if scaled else LinearChain(semiring)
     with torch.set_grad_enabled(torch.is_grad_enabled() and potentials.requires_grad):
         # (torch-struct calls edges.requires_grad_(True): edges is always a fresh tensor here)
-        return LinearChain(semiring).sum(edges, lengths=ts_lengths)
+        return chain.sum(edges, lengths=ts_lengths)
 
 
 def marginals(
