@@ -602,3 +602,21 @@ def test_feature_cache_separates_cuts_of_the_same_files(tmp_path, synthetic):
     assert full["train"].num_docs == len(train) and cut["train"].num_docs == 3
     _, again, _, hit_again = extract(train)
     assert hit_again and again["train"].num_docs == len(train)
+
+
+def test_feature_cache_hit_keeps_the_callers_edges_setting(tmp_path, synthetic):
+    """``edges`` is not in the key (it does not change the feature ids): a hit on an entry that
+    a run with edge features built must still give a run with ``features.edges=false`` node
+    features only, and the other way round."""
+    from structperc.features.cache import extract_features
+
+    train, dev = synthetic
+    key = {"features": {"min_count": 1}, "files": ["same", 1, "x"], "max_docs": None}
+    for first, second in ((True, False), (False, True)):
+        cache = tmp_path / f"cache_{first}"
+        lf = LocalFeatures(gazetteer="none", min_count=1, edges=first)
+        built, _, _, hit = extract_features(lf, {"train": train, "dev": dev}, cache, key)
+        assert not hit and built.edges is first
+        lf = LocalFeatures(gazetteer="none", min_count=1, edges=second)
+        got, _, _, hit = extract_features(lf, {"train": train, "dev": dev}, cache, key)
+        assert hit and got.edges is second and got.num_features == built.num_features

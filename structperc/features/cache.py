@@ -128,6 +128,10 @@ def extract_features(
                 "delete that folder"
             )
     if hit:
-        features = LocalFeatures.from_state(meta, tensors)
+        cached = LocalFeatures.from_state(meta, tensors)
+        # the settings outside the key are the caller's, not those of the run that built the
+        # entry: edges (the weight tables'), tags and tagger (the key holds the tagger's files)
+        cached.edges, cached.tags, cached.tagger = features.edges, features.tags, features.tagger
+        features = cached
         log.info("features loaded from the cache (%d features)", features.num_features)
     return features, mats, time.perf_counter() - t0, hit
