@@ -78,7 +78,7 @@ from proposed_bench import shared_document_weights
 
 SCRIPT = Path(__file__).resolve()
 CONF = REPO / "conf"
-WORKLOADS = ("perceptron", "proposed", "crf")
+WORKLOADS = ("perceptron", "proposed", "crf", "crf_nodes")
 QUICK_DOCS = {"train": 40, "dev": 10, "test": 10}
 TOP = 15
 SIGMA2 = 100.0
@@ -87,6 +87,7 @@ REST = {
     "perceptron": "rest: epoch loop, Perceptron.step, StepStats, tick (Python per document)",
     "proposed": "rest: epoch loop, StepStats, tick (Python per document)",
     "crf": "rest: iteration bookkeeping outside the functions above",
+    "crf_nodes": "rest: iteration bookkeeping outside the functions above",
 }
 
 
@@ -535,7 +536,7 @@ def worker_proposed(cfg: dict) -> dict:
     return out
 
 
-def worker_crf(cfg: dict) -> dict:
+def worker_crf(cfg: dict, edges: bool = True) -> dict:
     from collections import deque
 
     import torch
@@ -552,7 +553,8 @@ def worker_crf(cfg: dict) -> dict:
     learner = instantiate_conf(CONF / "learner" / "crf.yaml")
     learner.sigma2, learner.tol = cfg["sigma2"], 0.0
     learner._validate()
-    weights = ChainWeights(num_features, labels)  # from zero, as a CRF run starts
+    # from zero, as a CRF run starts; edges=False: node features + a transition matrix
+    weights = ChainWeights(num_features, labels, edges=edges)
     y = encode_labels(corpus["train"], labels)
     t0 = time.perf_counter()
     run = LBFGSTraining(learner, weights, mats["train"], y, 0, "cpu", False)
@@ -571,7 +573,7 @@ def worker_crf(cfg: dict) -> dict:
         "last": dict(run.last),
     }
 
-    rec = Recorder(crf_targets(), REST["crf"], cfg["top"])
+    rec = Recorder(crf_targets(), REST["crf" if edges else "crf_nodes"], cfg["top"])
     for mode in MODES:
         with torch.no_grad():
             for w, saved in zip(weights.tables().values(), state["tables"], strict=True):
@@ -617,7 +619,17 @@ def worker_crf(cfg: dict) -> dict:
     }
 
 
-WORKERS = {"perceptron": worker_perceptron, "proposed": worker_proposed, "crf": worker_crf}
+def worker_crf_nodes(cfg: dict) -> dict:
+    """``worker_crf`` with ``features.edges=false`` (CRFsuite's model)."""
+    return worker_crf(cfg, edges=False)
+
+
+WORKERS = {
+    "perceptron": worker_perceptron,
+    "proposed": worker_proposed,
+    "crf": worker_crf,
+    "crf_nodes": worker_crf_nodes,
+}
 
 
 # ---------------------------------------------------------------------------------------------
