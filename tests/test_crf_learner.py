@@ -489,3 +489,49 @@ def test_sigusr1_stops_after_the_current_iteration():
     )
     assert (result.epochs, result.stopped_by) == (2, "interrupted")
     assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL  # the handler is restored
+
+
+@pytest.mark.parametrize("semiring", ["log", "scaled"])
+@pytest.mark.parametrize(
+    "lengths", [[1, 12, 3, 1, 7, 5, 2], [1] * 12, [14]], ids=["mixed", "all-one", "one"]
+)
+def test_transition_nll_equals_nll_of_chain_potentials(lengths, semiring):
+    """crf/transition.py: torch-struct's edges built from node scores and one transition
+    matrix give the nll and gradients of the [B, T, L, L] potentials route, on plain batches
+    and packed rows, with one-token documents and a batch of one-token rows (T = 1)."""
+    from structperc.crf.adapter import nll
+    from structperc.crf.semiring import get_semiring
+    from structperc.crf.transition import transition_log_potentials, transition_nll
+
+    features, labels, _ = toy_problem(8, lengths=lengths, L=4)
+    gen = torch.Generator().manual_seed(3)
+    node0 = torch.randn(features.num_tokens, 4, generator=gen, dtype=torch.float64)
+    trans0 = torch.randn(4, 4, generator=gen, dtype=torch.float64)
+    docs = list(range(features.num_docs))
+    rows = pack_documents(lengths, row_tokens(lengths) if max(lengths) > 1 else 1)
+    packed_order = [d for row in rows for d in row]
+    for batch, doc_order in (
+        (make_batch(features, docs), docs),
+        (packed_batch(features, rows), packed_order),
+    ):
+        order = torch.cat(
+            [
+                torch.arange(int(features.doc_offsets[d]), int(features.doc_offsets[d + 1]))
+                for d in doc_order
+            ]
+        )
+        y = labels[order]
+        node_a, trans_a = node0[order].clone().requires_grad_(), trans0.clone().requires_grad_()
+        node_b, trans_b = node0[order].clone().requires_grad_(), trans0.clone().requires_grad_()
+        sr = get_semiring(semiring)
+        got = transition_nll(node_a, trans_a, batch, y, sr)
+        pot = chain_potentials(node_b, trans_b.expand(len(y), 4, 4), batch)
+        want = nll(pot, batch.lengths, batch.pad(y), sr).sum()
+        assert float(got.detach()) == pytest.approx(float(want.detach()), rel=1e-12)
+        got.backward()
+        want.backward()
+        torch.testing.assert_close(node_a.grad, node_b.grad, rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(trans_a.grad, trans_b.grad, rtol=1e-10, atol=1e-12)
+        edges, ts_lengths = transition_log_potentials(node0[order], trans0, batch)
+        assert edges.shape[:2] == (batch.num_docs, max(batch.max_length, 2) - 1)
+        assert ts_lengths.tolist() == batch.lengths.clamp(min=2).tolist()

@@ -365,19 +365,24 @@ def crf_targets() -> list[tuple[str, object, str]]:
     import structperc.crf.lbfgs as lbfgs_mod
     import structperc.crf.objective as objective_mod
     import structperc.crf.semiring as semiring_mod
+    import structperc.crf.transition as transition_mod
     from structperc.crf.chain import ScaledLinearChain
     from structperc.crf.lbfgs import LBFGS
     from structperc.crf.lookup import _Lookup
 
     vector = "L-BFGS: other vector ops (two-loop -g and scaling, s = t d, y = g' - g)"
+    layout = "DP: torch-struct layout (to_log_potentials; edges=false: transition_log_potentials)"
+    gold = "DP: gold path scores (path_scores; edges=false: transition.gold_scores)"
     return [
         ("lookup: S = X W, embedding_bag forward (node + edge)", objective_mod, "lookup"),
         ("gradient: X^T dS, transposed embedding_bag (_Lookup.backward)", _Lookup, "backward"),
         ("DP: potentials from token scores (chain_potentials)", objective_mod, "chain_potentials"),
-        ("DP: torch-struct layout (to_log_potentials)", adapter_mod, "to_log_potentials"),
+        (layout, adapter_mod, "to_log_potentials"),
         ("DP forward: the scan (ScaledLinearChain)", ScaledLinearChain, "logpartition"),
         ("DP forward: pair products (semiring.scaled_product)", semiring_mod, "scaled_product"),
-        ("DP: gold path scores (path_scores)", adapter_mod, "path_scores"),
+        (layout, transition_mod, "transition_log_potentials"),
+        (gold, adapter_mod, "path_scores"),
+        (gold, transition_mod, "gold_scores"),
         ("DP: rest of bucket_loss/nll/log_partition", objective_mod, "bucket_loss"),
         ("DP backward: autograd through the scan (loss.backward)", torch.Tensor, "backward"),
         ("posterior errors (argmax of marginals)", objective_mod, "posterior_errors"),

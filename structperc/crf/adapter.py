@@ -122,11 +122,20 @@ def log_partition(
     ``semiring.ScaledLogSemiring`` (faster, through ``chain.ScaledLinearChain``).
     """
     edges, ts_lengths = to_log_potentials(potentials, lengths)
+    with torch.set_grad_enabled(torch.is_grad_enabled() and potentials.requires_grad):
+        return log_partition_of_edges(edges, ts_lengths, semiring)
+
+
+def log_partition_of_edges(
+    edges: Tensor, ts_lengths: Tensor, semiring: type[LogSemiring] = LogSemiring
+) -> Tensor:
+    """log Z [B] of torch-struct edges [B, N-1, L, L] (to, from) with lengths [B] >= 2
+    (``to_log_potentials``'s layout): ``ScaledLinearChain`` for the scaled semiring, torch-struct's
+    ``LinearChain`` otherwise.  torch-struct marks ``edges`` as requiring grad: pass a tensor
+    made for the call (autograd's or a fresh one)."""
     scaled = isinstance(semiring, type) and issubclass(semiring, ScaledLogSemiring)
     chain = ScaledLinearChain(semiring) if scaled else LinearChain(semiring)
-    with torch.set_grad_enabled(torch.is_grad_enabled() and potentials.requires_grad):
-        # (torch-struct calls edges.requires_grad_(True): edges is always a fresh tensor here)
-        return chain.sum(edges, lengths=ts_lengths)
+    return chain.sum(edges, lengths=ts_lengths)
 
 
 def marginals(

@@ -25,6 +25,7 @@ from structperc.crf.adapter import nll
 from structperc.crf.lookup import TransposedIndex, lookup
 from structperc.crf.packing import pack_documents, packed_batch, row_tokens
 from structperc.crf.semiring import get_semiring
+from structperc.crf.transition import transition_nll
 from structperc.distributed import SERIAL, Group
 from structperc.features.extract import FeatureMatrix
 from structperc.model.batch import FeatureBatch, make_batch
@@ -165,14 +166,12 @@ def bucket_loss(
         ``transition`` [1, L*L] the one transition matrix every token shares.
     """
     L = num_labels
-    node = scores[:, :L]
-    if transition is None:
-        edge = scores[:, L:].reshape(-1, L, L)
-    else:
-        edge = transition.view(1, L, L).expand(len(scores), L, L)
-    potentials = chain_potentials(node, edge, bucket.batch)  # [B, T, L, L]
-    loss = nll(potentials, bucket.batch.lengths, bucket.gold, get_semiring(learner.semiring))
-    return loss.sum()
+    semiring = get_semiring(learner.semiring)
+    if transition is not None:  # straight into torch-struct's layout (crf/transition.py)
+        return transition_nll(scores, transition, bucket.batch, bucket.labels, semiring)
+    edge = scores[:, L:].reshape(-1, L, L)
+    potentials = chain_potentials(scores[:, :L], edge, bucket.batch)  # [B, T, L, L]
+    return nll(potentials, bucket.batch.lengths, bucket.gold, semiring).sum()
 
 
 def posterior_errors(node_grad: Tensor, labels: Tensor) -> int:
