@@ -7,7 +7,7 @@
 # (crf200: the CRF to convergence on the first 200 training documents, hours less than crf;
 #  crf_tol: the full-data CRF with a 100 times tighter stopping rule, learner.tol=1e-6, so that
 #  where the two end is decided by the optimum, not by when the rule happens to fire;
-#  margin_seeds, proposed_seeds: the margin and proposed runs again with seeds 1-3 (proposed:
+#  margin_seeds, proposed_seeds: the margin and proposed runs again with seeds 1-7 and 1-3 (proposed:
 #  0-3, its seed-0 runs above used the earlier n-best decoder), so that
 #  1 rank and R ranks are compared over four shuffling orders instead of one)
 # A run that is interrupted resumes from its per-epoch checkpoint when started again.
@@ -42,7 +42,7 @@ for family in "${@:-margin proposed crf200 crf}"; do
           run crf_tol $n +experiment=conll03_crf learner.sigma2=100 learner.tol=1e-6; done ;;
       crf200) for n in 1 2; do
           run crf200 $n +experiment=conll03_crf learner.sigma2=100 +data.train_docs=200; done ;;
-      margin_seeds) for s in 1 2 3; do for n in 1 2 4; do
+      margin_seeds) for s in 1 2 3 4 5 6 7; do for n in 1 2 4; do
           run margin_s$s $n +experiment=conll03_local learner=margin seed=$s; done; done ;;
       proposed_seeds) for s in 0 1 2 3; do for n in 1 2 4; do
           run proposed_s$s $n +experiment=conll03_nonlocal "features.gazetteers=[]" seed=$s; done; done ;;

@@ -193,7 +193,7 @@ def crf() -> str:
 SEEDS = [
     (
         "Margin perceptron, C = 1414",
-        {0: "margin_r{n}", 1: "margin_s1_r{n}", 2: "margin_s2_r{n}", 3: "margin_s3_r{n}"},
+        {0: "margin_r{n}"} | {s: f"margin_s{s}_r{{n}}" for s in range(1, 8)},
     ),
     ("Proposed (main job)", {s: f"proposed_s{s}_r{{n}}" for s in range(4)}),
 ]
