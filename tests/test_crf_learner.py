@@ -535,3 +535,53 @@ def test_transition_nll_equals_nll_of_chain_potentials(lengths, semiring):
         edges, ts_lengths = transition_log_potentials(node0[order], trans0, batch)
         assert edges.shape[:2] == (batch.num_docs, max(batch.max_length, 2) - 1)
         assert ts_lengths.tolist() == batch.lengths.clamp(min=2).tolist()
+
+
+@pytest.mark.parametrize("edges", [True, False])
+def test_observed_support_is_the_pairs_seen_in_training(edges):
+    """crf/support.py: node pairs (f, y_t) and edge triples (f, y_{t-1}, y_t) of every feature
+    occurrence (no triple at a document's first token), against a loop over the tokens."""
+    from structperc.crf.support import Support
+
+    features, labels, names = toy_problem(9, docs=7, F_=12, L=3)
+    weights = ChainWeights(12, names, edges)
+    support = Support.observed(weights, features, labels)
+    node = torch.zeros(12, 3, dtype=torch.bool)
+    edge = torch.zeros(12, 9, dtype=torch.bool) if edges else torch.ones(1, 9, dtype=torch.bool)
+    starts = set(features.doc_offsets[:-1].tolist())
+    for t in range(features.num_tokens):
+        for f in features.ids[features.offsets[t] : features.offsets[t + 1]].tolist():
+            node[f, labels[t]] = True
+            if edges and t not in starts:
+                edge[f, labels[t - 1] * 3 + labels[t]] = True
+    assert torch.equal(support.masks[0], node) and torch.equal(support.masks[1], edge)
+    assert support.size == int(node.sum() + edge.sum()) < 12 * 3 + edge.numel()
+
+
+@pytest.mark.parametrize("edges", [True, False])
+def test_lbfgs_on_the_observed_support_keeps_the_rest_at_zero(edges):
+    """learner.support=observed: the weights outside the support stay exactly 0 (a non-zero
+    start is zeroed), the objective falls every iteration, and the problem is learnt."""
+    from structperc.crf.support import Support
+
+    features, labels, names = toy_problem(7, docs=12, F_=8, L=3, learnable=True)
+    weights = random_weights(8, names, edges=edges).float()
+    logs = []
+    fit(
+        CRF(sigma2=10.0, tol=1e-7, support="observed"),
+        ChainStructure(weights),
+        Updater(weights),
+        ChainData(features, labels),
+        FitSettings(max_epochs=40, progress=False),
+        on_epoch=logs.append,
+    )
+    support = Support.observed(weights, features, labels)
+    tables = list(weights.tables().values())
+    for table, mask in zip(tables, support.masks, strict=True):
+        assert bool((table[~mask] == 0).all())
+        assert bool((table[mask] != 0).any())
+    objectives = [e.extra["objective"] for e in logs]
+    assert all(b <= a for a, b in zip(objectives, objectives[1:], strict=False))
+    assert logs[-1].word_error == 0.0
+    with pytest.raises(ValueError, match="support=observed needs learner.optimizer=lbfgs"):
+        CRF(support="observed", optimizer="sgd")._validate()

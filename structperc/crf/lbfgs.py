@@ -34,8 +34,9 @@ import torch
 from torch import Tensor
 
 from structperc.crf.lookup import TransposedIndex
-from structperc.crf.objective import full_objective
+from structperc.crf.objective import features_cpu, full_objective
 from structperc.crf.optimization import Iteration, Optimization
+from structperc.crf.support import Support
 from structperc.features.extract import FeatureMatrix
 from structperc.train import EpochLog
 
@@ -175,25 +176,40 @@ class LBFGSTraining(Optimization):
         self.buckets = self.training_buckets(
             self.learner.dp_batch_tokens, with_index=False, packed=self.learner.pack
         )
+        tables = [weights.node.weight, weights.edge.weight]
+        self.support = None
+        if self.learner.support == "observed":  # CRFsuite's model (crf/support.py)
+            features = features_cpu(self.features)
+            support = Support.observed(weights, features, self.labels.cpu(), self.group)
+            self.support = support.to(device)
+            self.support.zero_outside_(tables)
         log.info(
-            "CRF L-BFGS: %d documents in %d DP buckets, %d parameters, sigma2 %g",
+            "CRF L-BFGS: %d documents in %d DP buckets, %d parameters%s, sigma2 %g",
             self.features.num_docs,
             len(self.buckets),
-            weights.node.weight.numel() + weights.edge.weight.numel(),
+            sum(t.numel() for t in tables),
+            f" ({self.support.size} in the observed support)" if self.support else "",
             self.learner.sigma2,
         )
-        self.opt = LBFGS([weights.node.weight, weights.edge.weight], history=self.learner.history)
+        params = self.support.gather(tables) if self.support else tables
+        self.opt = LBFGS(params, history=self.learner.history)
         self.last: dict = {}  # nll and posterior errors of the last evaluation
 
     def objective(self) -> tuple[float, list[Tensor]]:
+        tables = [self.weights.node.weight, self.weights.edge.weight]
+        if self.support:  # L-BFGS moved the reduced parameters: the tables follow
+            self.support.scatter_(tables, self.opt.params)
         f, total, grads, errors = full_objective(
             self.learner, self.weights, self.features, self.index, self.buckets, self.group
         )
         self.last.update(nll=total, errors=errors)
-        return f, grads
+        return f, self.support.gather(grads) if self.support else grads
 
     def iteration(self, k: int) -> Iteration:
         info = self.opt.step(self.objective)
+        if self.support:  # where the step ended (a rejected step moves back after evaluating)
+            tables = [self.weights.node.weight, self.weights.edge.weight]
+            self.support.scatter_(tables, self.opt.params)
         if k % CHECK_EVERY == 0:
             self.group.check_identical(self.weights.tables(), f"CRF L-BFGS iteration {k}")
         return Iteration(

@@ -54,6 +54,8 @@ class CRF(Learner):
         pack: L-BFGS packs documents end to end into rows of 2^k + 1 tokens (``packing.py``:
             the same objective and gradient within rounding, without torch-struct's padding to
             powers of two); False: buckets of documents of similar length.
+        support: ``"all"``: every (feature, label) weight; ``"observed"`` (L-BFGS only): the
+            pairs seen in training, the others fixed at 0 (CRFsuite's model; ``support.py``).
         semiring: ``"scaled"`` (``ScaledLogSemiring``, fast) or ``"log"`` (torch-struct's own).
         dtype: floating type of the DP (``"float64"``: exact log Z over 1,000-token documents).
 
@@ -76,6 +78,7 @@ class CRF(Learner):
     batch_tokens: int = 2000
     dp_batch_tokens: int = 8000
     pack: bool = True
+    support: str = "all"
     semiring: str = "scaled"
     dtype: str = "float64"
 
@@ -84,6 +87,10 @@ class CRF(Learner):
             raise ValueError(f"optimizer must be 'lbfgs' or 'sgd', got {self.optimizer!r}")
         if not self.sigma2 > 0:
             raise ValueError(f"sigma2 must be > 0, got {self.sigma2}")
+        if self.support not in ("all", "observed"):
+            raise ValueError(f"support must be 'all' or 'observed', got {self.support!r}")
+        if self.support == "observed" and self.optimizer != "lbfgs":
+            raise ValueError("learner.support=observed needs learner.optimizer=lbfgs")
         if self.dtype not in ("float32", "float64"):
             raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
         get_semiring(self.semiring)

@@ -45,6 +45,7 @@ class CRFSettings(Protocol):
     batch_tokens: int  # SGD: mini-batch size in padded tokens
     dp_batch_tokens: int  # L-BFGS: DP bucket size in padded tokens
     pack: bool  # L-BFGS: documents end to end in rows of 2^k + 1 tokens (packing.py)
+    support: str  # L-BFGS: "all" | "observed" (support.py)
 
 
 @dataclass
