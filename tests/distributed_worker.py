@@ -119,6 +119,7 @@ def scenario_mix(group: Group, out: Path) -> None:
 def scenario_crf(group: Group, out: Path) -> None:
     """The CRF objective and gradient at random weights, this rank's shard, summed over ranks."""
     from structperc.crf.learner import CRF
+    from structperc.crf.support import Support
     from structperc.train import rank_shard
 
     lf, labels, data = synthetic_task()
@@ -133,11 +134,17 @@ def scenario_crf(group: Group, out: Path) -> None:
         feats, shard.labels, 2000, with_index=False, num_features=weights.num_features, device="cpu"
     )
     f, nll, grads, errors = full_objective(CRF(sigma2=10.0), weights, feats, index, buckets, group)
+    support = Support.observed(weights, feats, shard.labels, group)  # the union over the shards
     save(
         out,
         "crf",
         group.rank,
-        {"node": grads[0], "edge": grads[1]},
+        {
+            "node": grads[0],
+            "edge": grads[1],
+            "support_node": support.masks[0].to(torch.uint8),
+            "support_edge": support.masks[1].to(torch.uint8),
+        },
         {"f": f, "nll": nll, "errors": errors},
     )
 
