@@ -192,8 +192,11 @@ def rerank(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
     settings = fit_settings(cfg)
     lists = ListSettings(folds=task.folds, unit=task.unit, n=task.n, n_test=task.n_test)
     trainer = {k: cfg.trainer[k] for k in ("max_epochs", "tol", "patience", "shuffle")}
+    first = OmegaConf.to_container(cfg.learner, resolve=True)
+    if first.get("support") == "all":  # (the CRF's default: its lists keep the key they had)
+        del first["support"]
     lists_key = {
-        "learner": OmegaConf.to_container(cfg.learner, resolve=True),
+        "learner": first,
         "trainer": trainer | {"seed": cfg.seed},
         "features": key,
         "lists": {"folds": task.folds, "unit": task.unit},  # n and n_test name the files
