@@ -26,7 +26,7 @@ from structperc.distributed import SERIAL, Group
 from structperc.features.extract import FeatureMatrix
 from structperc.model.weights import ChainWeights
 
-CHUNK_TOKENS = 65_536  # tokens per step of the mask build (bounds its int64 temporaries)
+CHUNK_TOKENS = 8_192  # tokens per step of the mask build: its int64 temporaries stay ~25 MB
 
 
 class Support:
