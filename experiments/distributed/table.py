@@ -121,8 +121,18 @@ SERIAL_REFERENCE = {
 # to the paper's rule (cap 400 epochs): the serial runs are Table 2's convergence runs
 CONVERGE_DIR = HERE.parent / "kazama2007" / "runs" / "converge"
 CONVERGED = [
-    ("Margin perceptron, C = 1414", [CONVERGE_DIR / "margin_C1414", RUNS / "margin_converge_r2"]),
-    ("Proposed, C = 1000", [CONVERGE_DIR / "proposed_C1000", RUNS / "proposed_converge_r2"]),
+    (
+        "Margin perceptron, C = 1414",
+        [
+            (1, CONVERGE_DIR / "margin_C1414"),
+            (2, RUNS / "margin_converge_r2"),
+            (4, RUNS / "margin_converge_r4"),
+        ],
+    ),
+    (
+        "Proposed, C = 1000",
+        [(1, CONVERGE_DIR / "proposed_C1000"), (2, RUNS / "proposed_converge_r2")],
+    ),
 ]
 
 
@@ -134,7 +144,7 @@ def converged() -> str:
     ]
     for label, paths in CONVERGED:
         base = None
-        for n, path in enumerate(paths, start=1):
+        for n, path in paths:
             f = path / "results.json"
             if not f.is_file():
                 lines.append(f"| {label} | {n} |" + " – |" * 7)
