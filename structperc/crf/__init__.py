@@ -5,6 +5,8 @@
 ``semiring`` a log semiring whose matrix products go through BLAS (faster than torch-struct's).
 ``chain``    torch-struct's linear-chain scan over that product, without its chart's logaddexp.
 ``packing``  documents end to end in rows that fill the scan's chart (no padding).
+``transition`` ``features.edges=false``: torch-struct's edges from node scores and one matrix.
+``support``  ``learner.support=observed``: the (feature, label) pairs seen in training (CRFsuite's).
 ``lookup``   differentiable sparse lookups into the weight tables, with a transposed backward.
 ``objective`` the penalised likelihood and its gradient over length-sorted document buckets.
 ``optimization`` the iteration loop and stopping rules both optimizers share.

@@ -38,10 +38,8 @@ from torch import Tensor
 from torch_struct import LinearChain, LogSemiring
 
 from structperc.crf.chain import ScaledLinearChain
-from structperc.crf.semiring import ScaledLogSemiring
+from structperc.crf.semiring import NEG, ScaledLogSemiring
 from structperc.decode.scores import check_potentials, path_scores
-
-NEG = -1e5  # torch-struct's log-semiring zero (LogSemiring.zero_)
 
 
 def to_log_potentials(potentials: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
@@ -64,16 +62,22 @@ def to_log_potentials(potentials: Tensor, lengths: Tensor) -> tuple[Tensor, Tens
     if trans.shape[1] < N - 1:  # T == 1: no transitions at all
         trans = torch.cat([trans, trans.new_zeros(B, N - 1 - trans.shape[1], L, L)], dim=1)
     start = potentials[:, 0, 0, :].unsqueeze(1)  # [B, 1, L(from)]
-    first = trans[:, 0] + start  # [B, L(to), L(from)]
-    to_idx = torch.arange(L, device=potentials.device).view(1, L, 1)
-    dummy = torch.where(to_idx == 0, start, torch.full_like(start, NEG))  # [B, L, L]
-    single = (lengths == 1).to(potentials.device).view(B, 1, 1)
-    first = torch.where(single, dummy, first)
+    first = first_edge(trans[:, 0], start, lengths)  # [B, L(to), L(from)]
     edges = torch.cat([first.unsqueeze(1), trans[:, 1:]], dim=1)  # [B, N-1, L, L]
     ts_lengths = lengths.clamp(min=2).to(potentials.device)
     real = torch.arange(1, N, device=potentials.device) < ts_lengths[:, None]
     edges = edges.masked_fill(~real.view(B, N - 1, 1, 1), 0.0)  # no padding garbage
     return edges, ts_lengths
+
+
+def first_edge(edge0: Tensor, start: Tensor, lengths: Tensor) -> Tensor:
+    """Edge 0 [B, L(to), L(from)] with the start scores ``start`` [B, 1, L(from)] folded in;
+    a length-1 sequence (``lengths`` [B]) gets the dummy edge instead (module docstring)."""
+    L = edge0.shape[-1]
+    to_idx = torch.arange(L, device=edge0.device).view(1, L, 1)
+    dummy = torch.where(to_idx == 0, start, torch.full_like(start, NEG))  # [B, L, L]
+    single = (lengths == 1).to(edge0.device).view(-1, 1, 1)
+    return torch.where(single, dummy, edge0 + start)
 
 
 def from_log_potentials(edges: Tensor) -> Tensor:

@@ -33,9 +33,7 @@ from __future__ import annotations
 import torch
 from torch_struct import LinearChain
 
-from structperc.crf.semiring import pair_product
-
-NEG = -1e5  # torch-struct's log-semiring zero (``LogSemiring.zero_``)
+from structperc.crf.semiring import NEG, pair_product
 
 
 class ScaledLinearChain(LinearChain):

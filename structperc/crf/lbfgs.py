@@ -176,7 +176,7 @@ class LBFGSTraining(Optimization):
         self.buckets = self.training_buckets(
             self.learner.dp_batch_tokens, with_index=False, packed=self.learner.pack
         )
-        tables = [weights.node.weight, weights.edge.weight]
+        self.tables = tables = [weights.node.weight, weights.edge.weight]  # (updated in place)
         self.support = None
         if self.learner.support == "observed":  # CRFsuite's model (crf/support.py)
             features = features_cpu(self.features)
@@ -196,9 +196,8 @@ class LBFGSTraining(Optimization):
         self.last: dict = {}  # nll and posterior errors of the last evaluation
 
     def objective(self) -> tuple[float, list[Tensor]]:
-        tables = [self.weights.node.weight, self.weights.edge.weight]
         if self.support:  # L-BFGS moved the reduced parameters: the tables follow
-            self.support.scatter_(tables, self.opt.params)
+            self.support.scatter_(self.tables, self.opt.params)
         f, total, grads, errors = full_objective(
             self.learner, self.weights, self.features, self.index, self.buckets, self.group
         )
@@ -208,8 +207,7 @@ class LBFGSTraining(Optimization):
     def iteration(self, k: int) -> Iteration:
         info = self.opt.step(self.objective)
         if self.support:  # where the step ended (a rejected step moves back after evaluating)
-            tables = [self.weights.node.weight, self.weights.edge.weight]
-            self.support.scatter_(tables, self.opt.params)
+            self.support.scatter_(self.tables, self.opt.params)
         if k % CHECK_EVERY == 0:
             self.group.check_identical(self.weights.tables(), f"CRF L-BFGS iteration {k}")
         return Iteration(

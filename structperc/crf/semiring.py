@@ -33,6 +33,8 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 from torch_struct import LogSemiring
 
+NEG = -1e5  # torch-struct's log-semiring zero (``LogSemiring.zero_``; -1e5, not -inf)
+
 
 def scaled_product(a: Tensor, b: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor, Tensor]]:
     """c [..., m, n] = logsumexp_k a[..., m, k] + b[..., k, n], and (E_a, E_b, P) for the

@@ -32,7 +32,7 @@ import torch
 from torch import Tensor
 from torch_struct import LogSemiring
 
-from structperc.crf.adapter import NEG, log_partition_of_edges
+from structperc.crf.adapter import first_edge, log_partition_of_edges
 from structperc.model.batch import FeatureBatch
 
 
@@ -59,14 +59,8 @@ def transition_log_potentials(
     to_from = transition.reshape(L, L).t()  # [L(to), L(from)]
     edges = torch.where(first[:, 1:, None, None], 0.0, to_from)  # [B, Tm-1, L, L]
     edges = edges + padded[:, 1:, :, None]  # + S[t, to]
-    start = padded[:, 0, None, :]  # [B, 1, L(from)]
     lengths = batch.lengths.to(node.device)
-    head = edges[:, 0] + start  # [B, L, L]
-    single = lengths == 1
-    if bool(single.any()):  # adapter's dummy edge: to label 0 from y_0 scores the start
-        to_idx = torch.arange(L, device=node.device).view(1, L, 1)
-        dummy = torch.where(to_idx == 0, start, torch.full_like(start, NEG))
-        head = torch.where(single.view(B, 1, 1), dummy, head)
+    head = first_edge(edges[:, 0], padded[:, 0, None, :], lengths)  # start S[b, 0, from] folded
     edges = torch.cat([head.unsqueeze(1), edges[:, 1:]], dim=1)
     return edges, lengths.clamp(min=2)
 
