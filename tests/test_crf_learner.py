@@ -25,7 +25,7 @@ from structperc.crf.sgd import ScaledSGD
 from structperc.features.extract import FeatureMatrix
 from structperc.model.batch import make_batch
 from structperc.model.updates import Updater
-from structperc.model.weights import ChainWeights, chain_potentials
+from structperc.model.weights import ChainWeights, bag_sums, chain_potentials, offsets_like
 from structperc.structures.chain import ChainData, ChainStructure
 from structperc.train import FitSettings, fit
 
@@ -122,6 +122,18 @@ def test_lookup_matches_embedding_bag_forward_and_backward(covers_all):
     got = table.grad.to_dense() if table.grad.is_sparse else table.grad
     assert table.grad.is_sparse != covers_all
     torch.testing.assert_close(got, ref_table.grad)
+
+
+@pytest.mark.parametrize("ids_dtype", [torch.int32, torch.int64])
+def test_bag_sums_take_offsets_in_the_ids_type(ids_dtype):
+    """int32 ids with int64 offsets would make embedding_bag copy all ids to int64 first."""
+    ids = torch.tensor([3, 1, 1, 0, 2, 3], dtype=ids_dtype)
+    offsets = torch.tensor([0, 2, 2, 6])  # int64, as FeatureMatrix keeps them; one empty row
+    aligned = offsets_like(ids, offsets)
+    assert aligned.dtype == ids_dtype and aligned.tolist() == offsets.tolist()
+    table = torch.arange(8.0).view(4, 2)
+    expected = torch.stack([table[3] + table[1], torch.zeros(2), table[[1, 0, 2, 3]].sum(0)])
+    torch.testing.assert_close(bag_sums(table, ids, offsets), expected)
 
 
 @pytest.mark.parametrize("chunk", [1, 7, 1 << 22])

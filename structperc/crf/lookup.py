@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from structperc.model.weights import bag_sums
+
 
 @dataclass
 class TransposedIndex:
@@ -94,7 +96,7 @@ class _Lookup(torch.autograd.Function):
     def forward(ctx, table: Tensor, ids: Tensor, offsets: Tensor, index: TransposedIndex):
         ctx.index = index
         ctx.table_shape = table.shape
-        return F.embedding_bag(ids, table, offsets, mode="sum", include_last_offset=True)
+        return bag_sums(table, ids, offsets)
 
     @staticmethod
     def backward(ctx, grad: Tensor):

@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from structperc.data.label_chunk import CHUNK_TAGS, POS_TAGS, LabelChunk
@@ -34,6 +33,7 @@ from structperc.decode.label_chunk import LabelChunkPotentials
 from structperc.features.extract import FeatureMatrix
 from structperc.model.batch import FeatureBatch, make_batch
 from structperc.model.updates import SparseDelta
+from structperc.model.weights import bag_sums
 
 GROUPS = ("pos_node", "pos_edge", "chunk_start", "chunk_end", "chunk_edge")
 
@@ -104,9 +104,7 @@ class LabelChunkWeights(nn.Module):
         out = {}
         for g, table in self.parts.items():
             fb = batch.groups[g]
-            out[g] = F.embedding_bag(
-                fb.ids, table.weight, fb.offsets, mode="sum", include_last_offset=True
-            )
+            out[g] = bag_sums(table.weight, fb.ids, fb.offsets)
         return out
 
     def potentials(self, batch: PartBatch) -> LabelChunkPotentials:
