@@ -33,17 +33,20 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import Tensor
 
-from structperc.decode.maxplus import mp_identity, mp_vecmat
+from structperc.decode.maxplus import mp_identity
 
 
 def forward_scores(potentials: Tensor, lengths: Tensor) -> Tensor:
     """alpha [B, T, L]: the best score of a path over 0..t ending in each label.
 
-    For t >= lengths[b], alpha[b, t] = alpha[b, lengths[b] - 1].  The running products and the
-    entering vectors are written into buffers made once (two tensor calls a step).
+    For t >= lengths[b], alpha[b, t] = alpha[b, lengths[b] - 1].  The matrices are held with the
+    block index innermost, [B, m, L(i), L(j), K]: a step of the running products then adds and
+    reduces slabs whose contiguous inner runs are K long, about twice as fast on a CPU as with
+    the label index of 9 innermost.  The values are the same (the same sums, the same maxima).
     """
     B, T, L, _ = potentials.shape
     alpha0 = potentials[:, 0, 0, :]  # [B, L]
@@ -60,26 +63,27 @@ def forward_scores(potentials: Tensor, lengths: Tensor) -> Tensor:
     else:  # position t is real when t < lengths[b]
         real = torch.arange(1, T, device=potentials.device).unsqueeze(0) < lengths.unsqueeze(1)
         mats[:, :n] = torch.where(real[:, :, None, None], potentials[:, 1:], eye)
-    blocks = mats.view(B, K, m, L, L).unbind(2)  # m x [B, K, L, L]
-    prefix = potentials.new_empty((B, K, m, L, L))  # running products within each block
-    steps = prefix.unbind(2)
-    steps[0].copy_(blocks[0])
-    work = potentials.new_empty((B, K, L, L, L))
-    for s in range(1, m):  # steps[s] = steps[s - 1] (x) blocks[s]  (mp_matmul)
-        torch.add(steps[s - 1].unsqueeze(-1), blocks[s].unsqueeze(-3), out=work)
-        torch.amax(work, dim=-2, out=steps[s])
-    totals = steps[m - 1].unbind(1)  # K x [B, L, L]
-    beta_t = potentials.new_empty((B, K, L))  # entering vector of each block
-    beta = beta_t.unbind(1)
+    blocks = mats.view(B, K, m, L, L).permute(0, 2, 3, 4, 1).contiguous()  # [B, m, i, j, K]
+    prefix = torch.empty_like(blocks)  # running products within each block, [B, m, i, j, K]
+    prefix[:, 0] = blocks[:, 0]
+    work = potentials.new_empty((B, L, L, L, K))  # [B, i, l, j, K]
+    for s in range(1, m):  # prefix[s] = prefix[s - 1] (x) blocks[s]  (mp_matmul, over l)
+        torch.add(prefix[:, s - 1].unsqueeze(3), blocks[:, s].unsqueeze(1), out=work)
+        torch.amax(work, dim=2, out=prefix[:, s])
+    totals = prefix[:, m - 1].permute(3, 0, 1, 2).contiguous().unbind(0)  # K x [B, i, j]
+    beta_t = potentials.new_empty((K, B, L))  # entering vector of each block
+    beta = beta_t.unbind(0)
     beta[0].copy_(alpha0)
     vec = potentials.new_empty((B, L, L))
     for k in range(K - 1):  # beta[k + 1] = beta[k] (x) totals[k]  (mp_vecmat)
         torch.add(beta[k].unsqueeze(-1), totals[k], out=vec)
         torch.amax(vec, dim=-2, out=beta[k + 1])
+    # alpha[b, 1 + k * m + s, j] = max_i beta[k][b, i] + prefix[b, s, i, j, k]
+    entering = beta_t.permute(1, 2, 0)[:, None, :, None, :]  # [B, 1, i, 1, K]
+    inner = (entering + prefix).amax(dim=2)  # [B, m, j, K]
     alpha = potentials.new_empty((B, T, L))
     alpha[:, 0] = alpha0
-    inner = mp_vecmat(beta_t.unsqueeze(2), prefix)  # [B, K, m, L]
-    alpha[:, 1:] = inner.view(B, K * m, L)[:, :n]
+    alpha[:, 1:] = inner.permute(0, 3, 1, 2).reshape(B, K * m, L)[:, :n]
     return alpha
 
 
@@ -105,13 +109,13 @@ def backtrace(bp: Tensor, last: Tensor, lengths: Tensor) -> Tensor:
     B, T, _ = bp.shape
     paths = torch.full((B, T), -1, dtype=torch.long)
     for b, (rows, y, n) in enumerate(
-        zip(bp.tolist(), last.tolist(), lengths.tolist(), strict=True)
+        zip(bp.numpy().tolist(), last.tolist(), lengths.tolist(), strict=True)
     ):
         path = [0] * n
         for t in range(n - 1, -1, -1):
             path[t] = y
             y = rows[t][y]
-        paths[b, :n] = torch.tensor(path)
+        paths[b, :n] = torch.from_numpy(np.array(path, dtype=np.int64))  # (torch.tensor: 7x)
     return paths
 
 
