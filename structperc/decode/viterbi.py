@@ -56,27 +56,35 @@ def forward_scores(potentials: Tensor, lengths: Tensor) -> Tensor:
     m = max(1, math.isqrt(n))
     K = math.ceil(n / m)
     eye = mp_identity(L, dtype=potentials.dtype, device=potentials.device)
-    # mats[b, k * m + s] = M_{1 + k * m + s}: the identity past each length and past n
-    mats = eye.repeat(B, K * m, 1, 1) if K * m > n else potentials.new_empty((B, n, L, L))
-    if bool((lengths == T).all()):
-        mats[:, :n] = potentials[:, 1:]
-    else:  # position t is real when t < lengths[b]
+    mats = potentials[:, 1:]  # M_1..M_n, [B, n, L, L]: the identity past each length
+    if not bool((lengths == T).all()):  # position t is real when t < lengths[b]
         real = torch.arange(1, T, device=potentials.device).unsqueeze(0) < lengths.unsqueeze(1)
-        mats[:, :n] = torch.where(real[:, :, None, None], potentials[:, 1:], eye)
-    blocks = mats.view(B, K, m, L, L).permute(0, 2, 3, 4, 1).contiguous()  # [B, m, i, j, K]
+        mats = torch.where(real[:, :, None, None], mats, eye)
+    # blocks[b, s, :, :, k] = M_{1 + k * m + s}, the identity past n
+    blocks = potentials.new_empty((B, m, L, L, K))
+    by_block = blocks.permute(0, 4, 1, 2, 3)  # [B, K, m, i, j] view
+    q, r = divmod(n, m)  # full blocks, matrices of the last one
+    by_block[:, :q] = mats[:, : q * m].view(B, q, m, L, L)
+    if r:
+        by_block[:, q, :r] = mats[:, q * m :]
+        by_block[:, q, r:] = eye
     prefix = torch.empty_like(blocks)  # running products within each block, [B, m, i, j, K]
     prefix[:, 0] = blocks[:, 0]
+    steps = prefix.unbind(1)  # m x [B, i, j, K]
+    lefts = prefix.unsqueeze(4).unbind(1)  # m x [B, i, l, 1, K]
+    rights = blocks.unsqueeze(2).unbind(1)  # m x [B, 1, l, j, K]
     work = potentials.new_empty((B, L, L, L, K))  # [B, i, l, j, K]
     for s in range(1, m):  # prefix[s] = prefix[s - 1] (x) blocks[s]  (mp_matmul, over l)
-        torch.add(prefix[:, s - 1].unsqueeze(3), blocks[:, s].unsqueeze(1), out=work)
-        torch.amax(work, dim=2, out=prefix[:, s])
-    totals = prefix[:, m - 1].permute(3, 0, 1, 2).contiguous().unbind(0)  # K x [B, i, j]
+        torch.add(lefts[s - 1], rights[s], out=work)
+        torch.amax(work, dim=2, out=steps[s])
+    totals = steps[m - 1].permute(3, 0, 1, 2).contiguous().unbind(0)  # K x [B, i, j]
     beta_t = potentials.new_empty((K, B, L))  # entering vector of each block
     beta = beta_t.unbind(0)
+    beta_col = beta_t.unsqueeze(-1).unbind(0)  # K x [B, L, 1]
     beta[0].copy_(alpha0)
     vec = potentials.new_empty((B, L, L))
     for k in range(K - 1):  # beta[k + 1] = beta[k] (x) totals[k]  (mp_vecmat)
-        torch.add(beta[k].unsqueeze(-1), totals[k], out=vec)
+        torch.add(beta_col[k], totals[k], out=vec)
         torch.amax(vec, dim=-2, out=beta[k + 1])
     # alpha[b, 1 + k * m + s, j] = max_i beta[k][b, i] + prefix[b, s, i, j, k]
     entering = beta_t.permute(1, 2, 0)[:, None, :, None, :]  # [B, 1, i, 1, K]
