@@ -286,8 +286,8 @@ class Recorder:
 # ---------------------------------------------------------------------------------------------
 def chain_targets() -> list[tuple[str, object, str]]:
     """Feature lookups, potentials and deltas of the chain (both online workloads)."""
+    import structperc.model.updates as updates_mod
     import structperc.model.weights as weights_mod
-    from structperc.model.batch import FeatureBatch
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights
     from structperc.structures.chain import ChainStructure
@@ -298,7 +298,7 @@ def chain_targets() -> list[tuple[str, object, str]]:
         (potentials, weights_mod, "chain_potentials"),
         (potentials, ChainStructure, "potentials"),
         ("delta: path_delta (tokens whose labels differ)", ChainStructure, "delta"),
-        ("delta: token_features (CSR rows of those tokens)", FeatureBatch, "token_features"),
+        ("delta: csr_rows (CSR rows of those tokens, numpy)", updates_mod, "csr_rows"),
         ("updates: index_add_ into the tables (+ averaging sums)", Updater, "apply"),
         (BATCHES, ChainStructure, "instance"),
     ]

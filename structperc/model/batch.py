@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -61,12 +62,25 @@ class FeatureBatch:
         ``tokens`` [K] long, indices into the batch's N tokens; the ids of each token come in
         CSR order, the tokens in the order given.
         """
-        starts = self.offsets[tokens]
-        counts = self.offsets[tokens + 1] - starts  # [K] ids per token
-        excl = torch.cumsum(counts, 0) - counts
-        pos = torch.arange(int(counts.sum()), device=tokens.device)
-        pos += torch.repeat_interleave(starts - excl, counts)
-        return self.ids[pos].long(), torch.repeat_interleave(tokens, counts)
+        feats, owner = csr_rows(
+            self.offsets.cpu().numpy(), self.ids.cpu().numpy(), tokens.cpu().numpy()
+        )
+        return torch.from_numpy(feats).to(tokens.device), torch.from_numpy(owner).to(tokens.device)
+
+
+def csr_rows(
+    offsets: np.ndarray, ids: np.ndarray, tokens: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``FeatureBatch.token_features`` on numpy arrays: (feature ids [M] int64, token of each [M]).
+
+    In numpy because an update builds it once per document from a handful of small arrays, where
+    each torch call costs several microseconds and each numpy call one.
+    """
+    starts = offsets[tokens]  # [K]
+    counts = offsets[tokens + 1] - starts  # [K] ids per token
+    owner = np.repeat(tokens, counts)  # [M]
+    pos = np.arange(len(owner)) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
+    return ids[pos].astype(np.int64), owner
 
 
 def make_batch(features: FeatureMatrix, docs: list[int] | Tensor) -> FeatureBatch:

@@ -17,10 +17,11 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch import Tensor
 
-from structperc.model.batch import FeatureBatch
+from structperc.model.batch import FeatureBatch, csr_rows
 from structperc.model.weights import ChainWeights
 
 
@@ -75,29 +76,33 @@ def path_delta(
     matrix, ``ChainWeights``) the one row 0 stands for f.
     """
     L = num_labels
-    node_diff = gold != pred  # [N]
-    has_prev = torch.ones_like(node_diff)
-    has_prev[batch.first_token] = False
-    g_pair = gold.roll(1) * L + gold  # [N] (meaningless where not has_prev)
-    p_pair = pred.roll(1) * L + pred
-    edge_diff = has_prev & (g_pair != p_pair)  # [N]
-    tokens = torch.nonzero(node_diff | edge_diff).squeeze(1)  # [K]
-    feats, owner = batch.token_features(tokens)  # [M] feature ids, [M] their tokens
+    g, p = gold.cpu().numpy(), pred.cpu().numpy()  # [N] each (numpy: see ``csr_rows``)
+    node_diff = g != p  # [N]
+    g_pair = np.roll(g, 1) * L + g  # [N] (meaningless at a document's first token)
+    p_pair = np.roll(p, 1) * L + p
+    edge_diff = g_pair != p_pair  # [N]
+    edge_diff[batch.first_token.cpu().numpy()] = False  # no previous label there
+    tokens = np.flatnonzero(node_diff | edge_diff)  # [K]
+    feats, owner = csr_rows(batch.offsets.cpu().numpy(), batch.ids.cpu().numpy(), tokens)  # [M]
     node_on = node_diff[owner]
-    edge_on = edge_diff[owner]
-    nf, ef = feats[node_on], feats[edge_on]
-    no, eo = owner[node_on], owner[edge_on]
-    if not edges:  # one transition row, once per token
-        eo = torch.nonzero(edge_diff).squeeze(1)
-        ef = torch.zeros_like(eo)
-    ones_n = torch.ones(2 * len(nf), device=gold.device)
-    ones_n[len(nf) :] = -1
-    ones_e = torch.ones(2 * len(ef), device=gold.device)
-    ones_e[len(ef) :] = -1
+    nf, no = feats[node_on] * L, owner[node_on]
+    if edges:
+        edge_on = edge_diff[owner]
+        ef, eo = feats[edge_on] * (L * L), owner[edge_on]
+    else:  # one transition row, once per token
+        eo = np.flatnonzero(edge_diff)
+        ef = np.zeros_like(eo)
+    node = np.concatenate([nf + g[no], nf + p[no]])
+    edge = np.concatenate([ef + g_pair[eo], ef + p_pair[eo]])
+    signs_n = np.ones(len(node), dtype=np.float32)
+    signs_n[len(nf) :] = -1
+    signs_e = np.ones(len(edge), dtype=np.float32)
+    signs_e[len(ef) :] = -1
+    device = gold.device
     return SparseDelta(
         {
-            "node": (torch.cat([nf * L + gold[no], nf * L + pred[no]]), ones_n),
-            "edge": (torch.cat([ef * (L * L) + g_pair[eo], ef * (L * L) + p_pair[eo]]), ones_e),
+            "node": (torch.from_numpy(node).to(device), torch.from_numpy(signs_n).to(device)),
+            "edge": (torch.from_numpy(edge).to(device), torch.from_numpy(signs_e).to(device)),
         }
     )
 
