@@ -131,7 +131,11 @@ CONVERGED = [
     ),
     (
         "Proposed, C = 1000",
-        [(1, CONVERGE_DIR / "proposed_C1000"), (2, RUNS / "proposed_converge_r2")],
+        [
+            (1, CONVERGE_DIR / "proposed_C1000"),
+            (2, RUNS / "proposed_converge_r2"),
+            (4, RUNS / "proposed_converge_r4"),
+        ],
     ),
 ]
 
