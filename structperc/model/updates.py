@@ -98,13 +98,12 @@ def path_delta(
     signs_n[len(nf) :] = -1
     signs_e = np.ones(len(edge), dtype=np.float32)
     signs_e[len(ef) :] = -1
-    device = gold.device
-    return SparseDelta(
-        {
-            "node": (torch.from_numpy(node).to(device), torch.from_numpy(signs_n).to(device)),
-            "edge": (torch.from_numpy(edge).to(device), torch.from_numpy(signs_e).to(device)),
-        }
-    )
+    device, dtype = gold.device, torch.get_default_dtype()  # the tables' dtype
+
+    def part(index: np.ndarray, signs: np.ndarray) -> tuple[Tensor, Tensor]:
+        return torch.from_numpy(index).to(device), torch.from_numpy(signs).to(device, dtype)
+
+    return SparseDelta({"node": part(node, signs_n), "edge": part(edge, signs_e)})
 
 
 class Updater:
