@@ -17,6 +17,7 @@ from structperc.decode.viterbi import (
     viterbi,
     viterbi_packed,
     viterbi_steps,
+    viterbi_tokens,
 )
 from structperc.model.batch import packed_order
 
@@ -330,3 +331,67 @@ def test_packed_order_by_hand():
     assert perm.tolist() == [2, 0, 5, 3, 1, 4]
     with pytest.raises(ValueError, match="batch_sizes sum"):
         viterbi_packed(torch.zeros(5, 2), torch.zeros(5, 2, 2), sizes)
+
+
+# ---------------------------------------------------------------- from token scores
+
+
+def token_problem(seed: int, T: int, L: int, *, integer: bool, shared_edge: bool = False):
+    """Token scores node [T, L], edge [T, L, L] of one sequence (``shared_edge``: one transition
+    matrix expanded over the tokens, as ``ChainWeights(edges=False)`` gives it), and the
+    potentials [1, T, L, L] that ``chain_potentials`` builds from them."""
+    gen = torch.Generator().manual_seed(seed)
+    if integer:
+        node = torch.randint(-1, 2, (T, L), generator=gen).double()
+        edge = torch.randint(-1, 2, (1 if shared_edge else T, L, L), generator=gen).double()
+    else:
+        node = torch.randn(T, L, generator=gen, dtype=torch.float64)
+        edge = torch.randn(1 if shared_edge else T, L, L, generator=gen, dtype=torch.float64)
+    edge = edge.expand(T, L, L)
+    pot = edge + node.unsqueeze(1)
+    pot[0] = node[0]  # the first token: node scores in every row
+    return node, edge, pot.unsqueeze(0)
+
+
+@SETTINGS
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    T=st.integers(1, 40),
+    L=st.integers(1, 5),
+    integer=st.booleans(),
+    shared_edge=st.booleans(),
+)
+def test_token_scores_kernel_equals_blocked_scan(seed, T, L, integer, shared_edge):
+    """``viterbi_tokens`` gives ``viterbi``'s path and score on the potentials built from the
+    same token scores, ties included (integers) and with an expanded transition matrix."""
+    node, edge, pot = token_problem(seed, T, L, integer=integer, shared_edge=shared_edge)
+    path, score = viterbi_tokens(node, edge)
+    ref_paths, ref_scores = viterbi(pot, torch.tensor([T]))
+    assert path.dtype == torch.long and path.shape == (T,)
+    assert torch.equal(path, ref_paths[0])
+    assert score.item() == ref_scores[0].item()  # the same sums and maxima: exactly equal
+    loop_path, loop_score = reference.viterbi_loop(pot[0], T)
+    assert path.tolist() == loop_path
+    if integer:
+        assert score.item() == loop_score
+
+
+@pytest.mark.parametrize("T", [2, 3, 17, 215, 1000])
+def test_token_scores_kernel_on_long_sequences(T):
+    """Every block layout (a last block full or partial) against the plain loop."""
+    node, edge, pot = token_problem(T, T, 9, integer=True)
+    path, score = viterbi_tokens(node.float(), edge.float())
+    loop_path, loop_score = reference.viterbi_loop(pot[0], T)
+    assert path.tolist() == loop_path and score.item() == loop_score
+
+
+def test_token_scores_kernel_by_hand():
+    # two tokens, two labels: start scores [0, 1]; moving 1 -> 0 earns 5, so [1, 0] scores 1 + 5
+    node = torch.tensor([[0.0, 1.0], [0.0, 0.0]])
+    edge = torch.zeros(2, 2, 2)
+    edge[1, 1, 0] = 5.0
+    edge[0] = 100.0  # row 0 is never read: the first token has no previous label
+    path, score = viterbi_tokens(node, edge)
+    assert path.tolist() == [1, 0] and score.item() == 6.0
+    one, s1 = viterbi_tokens(node[:1], edge[:1])
+    assert one.tolist() == [1] and s1.item() == 1.0

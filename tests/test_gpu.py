@@ -26,7 +26,7 @@ from structperc.crf.lookup import TransposedIndex
 from structperc.crf.objective import full_objective, make_buckets
 from structperc.decode.label_chunk import LabelChunkPotentials, decode
 from structperc.decode.nbest import BEAM_FROM_N, nbest, two_best
-from structperc.decode.viterbi import viterbi
+from structperc.decode.viterbi import viterbi, viterbi_tokens
 from structperc.features.extract import FeatureMatrix
 from structperc.forking import can_fork
 from structperc.learn.margin import MarginPerceptron
@@ -55,6 +55,17 @@ def test_viterbi_on_cuda_equals_cpu(seed):
     gpaths, gscores = viterbi(pot.to(CUDA), lengths.to(CUDA))
     assert torch.equal(gpaths.cpu(), paths)
     torch.testing.assert_close(gscores.cpu(), scores)
+
+
+@pytest.mark.parametrize("T", [1, 2, 40, 215])
+def test_viterbi_from_token_scores_on_cuda_equals_cpu(T):
+    gen = torch.Generator().manual_seed(T)
+    node = torch.randn(T, 9, generator=gen, dtype=torch.float64)
+    edge = torch.randn(T, 9, 9, generator=gen, dtype=torch.float64)
+    path, score = viterbi_tokens(node, edge)
+    gpath, gscore = viterbi_tokens(node.to(CUDA), edge.to(CUDA))
+    assert gpath.device.type == "cuda" and torch.equal(gpath.cpu(), path)
+    torch.testing.assert_close(gscore.cpu(), score)
 
 
 @pytest.mark.parametrize("n", [2, 5, 20, BEAM_FROM_N, 3 * BEAM_FROM_N])

@@ -309,12 +309,15 @@ def perceptron_targets() -> list[tuple[str, object, str]]:
     import structperc.structures.chain as chain_mod
     from structperc.structures.chain import ChainStructure
 
-    rest = "Viterbi: rest of viterbi()/argmax (final max, unpad)"
+    rest = "Viterbi: rest of argmax/best_path (constraints, one-document check)"
     return chain_targets() + [
-        ("Viterbi: forward max-plus scan (forward_scores)", viterbi_mod, "forward_scores"),
-        ("Viterbi: back-pointers (backpointers)", viterbi_mod, "backpointers"),
-        ("Viterbi: back-trace, Python loop (backtrace)", viterbi_mod, "backtrace"),
-        (rest, chain_mod, "viterbi"),
+        ("Viterbi: blocked max-plus scan (scan_blocks)", viterbi_mod, "scan_blocks"),
+        (
+            "Viterbi: blocks from edge + node, alpha, back-pointers, back-trace (viterbi_tokens)",
+            chain_mod,
+            "viterbi_tokens",
+        ),
+        (rest, ChainStructure, "best_path"),
         (rest, ChainStructure, "argmax"),
         ("errors: (gold != pred).sum()", ChainStructure, "errors"),
     ]

@@ -29,7 +29,7 @@ from structperc.data.document import Document
 from structperc.decode.constraints import allowed_transitions, constrain, constrain_tokens
 from structperc.decode.nbest import nbest
 from structperc.decode.scores import path_scores
-from structperc.decode.viterbi import viterbi, viterbi_packed
+from structperc.decode.viterbi import viterbi, viterbi_packed, viterbi_tokens
 from structperc.features.extract import FeatureMatrix
 from structperc.model.batch import (
     Device,
@@ -144,8 +144,20 @@ class ChainStructure:
 
     def argmax(self, batch: FeatureBatch) -> Tensor:
         """Viterbi label ids [N] of the batch's tokens."""
+        if batch.num_docs == 1:
+            return self.best_path(batch)
         paths, _ = viterbi(self.potentials(batch), batch.lengths)  # [B, T]
         return batch.unpad(paths)  # [N]
+
+    def best_path(self, batch: FeatureBatch) -> Tensor:
+        """Viterbi label ids [T] of a one-document batch, decoded from its token scores
+        (``viterbi_tokens``: no potentials tensor; the path ``viterbi`` finds)."""
+        node, edge = self.weights.token_scores(batch)  # [T, L], [T, L, L]
+        if self.allowed is not None:
+            first = torch.zeros(len(node), dtype=torch.bool, device=node.device)
+            first[0] = True
+            node, edge = constrain_tokens(node, edge, first, *self.allowed)
+        return viterbi_tokens(node, edge)[0]
 
     def nbest(self, batch: FeatureBatch, n: int) -> tuple[Tensor, Tensor]:
         """The n best labelings [n, T] (-1 rows past the existing ones) and scores [n] of a
@@ -177,7 +189,7 @@ class ChainStructure:
 
         ``batch_size`` documents at a time (consecutive ones, so their CSR rows are one slice)
         are scored in one lookup and decoded together by ``viterbi_packed``.  ``batch_size=1``
-        decodes each document alone with the blocked scan instead.
+        decodes each document alone with the blocked scan instead (``best_path``).
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -185,8 +197,7 @@ class ChainStructure:
         out: list[list[int]] = [[] for _ in range(features.num_docs)]
         if batch_size == 1:
             for docs, batch in length_batches(features, 1, device, progress):
-                paths, _ = viterbi(self.potentials(batch), batch.lengths)  # [1, T]
-                out[docs[0]] = paths[0].tolist()
+                out[docs[0]] = self.best_path(batch).tolist()
             return out
         doc_offsets = features.doc_offsets
         starts = range(0, features.num_docs, batch_size)
