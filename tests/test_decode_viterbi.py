@@ -395,3 +395,30 @@ def test_token_scores_kernel_by_hand():
     assert path.tolist() == [1, 0] and score.item() == 6.0
     one, s1 = viterbi_tokens(node[:1], edge[:1])
     assert one.tolist() == [1] and s1.item() == 1.0
+
+
+def test_token_scores_kernel_reuses_buffers_safely(monkeypatch):
+    """Sequences of one block shape in a row, more shapes than the per-thread cache keeps, and
+    two threads at once: every result is that of the potentials' Viterbi."""
+    import concurrent.futures
+
+    import structperc.decode.viterbi as viterbi_mod
+
+    monkeypatch.setattr(viterbi_mod, "REUSED_BUFFERS", 3)
+    problems = [
+        token_problem(seed, T, 4, integer=seed % 2 == 0)
+        for seed, T in enumerate([30, 30, 31, 5, 6, 7, 8, 9, 30, 100, 5, 30])
+    ]
+    expected = [viterbi(pot, torch.tensor([pot.shape[1]]))[0][0] for _, _, pot in problems]
+
+    def decode_all(order):
+        return [(i, viterbi_tokens(*problems[i][:2])[0]) for i in order]
+
+    for i, path in decode_all(range(len(problems))):
+        assert torch.equal(path, expected[i])
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(decode_all, list(range(len(problems)))[::step]) for step in (1, -1)]
+        for run in runs:
+            for i, path in run.result():
+                assert torch.equal(path, expected[i])
+    assert len(viterbi_mod._reused.buffers) <= 3

@@ -150,9 +150,12 @@ class ChainStructure:
         return batch.unpad(paths)  # [N]
 
     def best_path(self, batch: FeatureBatch) -> Tensor:
-        """Viterbi label ids [T] of a one-document batch, decoded from its token scores
-        (``viterbi_tokens``: no potentials tensor; the path ``viterbi`` finds)."""
-        node, edge = self.weights.token_scores(batch)  # [T, L], [T, L, L]
+        """Viterbi label ids [T] of a one-document batch (``decode_tokens``)."""
+        return self.decode_tokens(*self.weights.token_scores(batch))
+
+    def decode_tokens(self, node: Tensor, edge: Tensor) -> Tensor:
+        """Viterbi label ids [T] of one document from its token scores node [T, L] and
+        edge [T, L, L] (``viterbi_tokens``: no potentials tensor; the path ``viterbi`` finds)."""
         if self.allowed is not None:
             first = torch.zeros(len(node), dtype=torch.bool, device=node.device)
             first[0] = True
@@ -195,11 +198,18 @@ class ChainStructure:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         features = data.features
         out: list[list[int]] = [[] for _ in range(features.num_docs)]
-        if batch_size == 1:
-            for docs, batch in length_batches(features, 1, device, progress):
-                out[docs[0]] = self.best_path(batch).tolist()
-            return out
         doc_offsets = features.doc_offsets
+        if batch_size == 1:  # each document's CSR rows are one slice: no batch to build
+            bounds, offsets = doc_offsets.tolist(), features.offsets
+            for d in bar(range(features.num_docs), enabled=progress, desc="decode", unit="doc"):
+                s, e = bounds[d], bounds[d + 1]
+                if e > s:
+                    lo, hi = int(offsets[s]), int(offsets[e])
+                    node, edge = self.weights.csr_scores(
+                        features.ids[lo:hi].to(device), (offsets[s : e + 1] - lo).to(device)
+                    )  # [T, L], [T, L, L]
+                    out[d] = self.decode_tokens(node, edge).tolist()
+            return out
         starts = range(0, features.num_docs, batch_size)
         for d0 in bar(starts, enabled=progress, desc="decode", unit="batch"):
             d1 = min(d0 + batch_size, features.num_docs)
