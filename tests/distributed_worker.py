@@ -140,10 +140,8 @@ def scenario_crf(group: Group, out: Path) -> None:
         "crf",
         group.rank,
         {
-            "node": grads[0],
-            "edge": grads[1],
-            "support_node": support.masks[0].to(torch.uint8),
-            "support_edge": support.masks[1].to(torch.uint8),
+            **{f"grad{i}": g for i, g in enumerate(grads)},  # of weights.dense_tables
+            **{f"support{i}": m.to(torch.uint8) for i, m in enumerate(support.masks)},
         },
         {"f": f, "nll": nll, "errors": errors},
     )

@@ -207,7 +207,7 @@ def test_gradient_matches_finite_differences(edges, packed):
     _, _, grads, _ = objective_of(learner, weights, features, labels, packed=packed)
     gen = torch.Generator().manual_seed(0)
     eps = 1e-6
-    for table, grad in zip(weights.tables().values(), grads, strict=True):
+    for table, grad in zip(weights.dense_tables, grads, strict=True):
         flat, gflat = table.view(-1), grad.view(-1)
         for i in torch.randint(0, len(flat), (12,), generator=gen).tolist():
             old = float(flat[i])
@@ -427,7 +427,7 @@ def test_lbfgs_fit_decreases_the_objective_and_learns_a_learnable_problem():
     assert objectives[-1] < 0.2 * objectives[0]
     assert result.epochs == len(logs) and result.stopped_by in ("converged", "max_epochs")
     assert logs[-1].word_error == 0.0
-    assert weights.node.weight.grad is None and not weights.node.weight.requires_grad
+    assert all(t.grad is None and not t.requires_grad for t in weights.dense_tables)
 
 
 def test_lbfgs_stops_by_convergence():
@@ -566,7 +566,10 @@ def test_observed_support_is_the_pairs_seen_in_training(edges):
             node[f, labels[t]] = True
             if edges and t not in starts:
                 edge[f, labels[t - 1] * 3 + labels[t]] = True
-    assert torch.equal(support.masks[0], node) and torch.equal(support.masks[1], edge)
+    # masks shaped like weights.dense_tables: one over the joint node | edge table with edges
+    expected = [torch.cat([node, edge], dim=1)] if edges else [node, edge]
+    assert len(support.masks) == len(expected)
+    assert all(torch.equal(m, e) for m, e in zip(support.masks, expected, strict=True))
     assert support.size == int(node.sum() + edge.sum()) < 12 * 3 + edge.numel()
 
 
@@ -588,8 +591,7 @@ def test_lbfgs_on_the_observed_support_keeps_the_rest_at_zero(edges):
         on_epoch=logs.append,
     )
     support = Support.observed(weights, features, labels)
-    tables = list(weights.tables().values())
-    for table, mask in zip(tables, support.masks, strict=True):
+    for table, mask in zip(weights.dense_tables, support.masks, strict=True):
         assert bool((table[~mask] == 0).all())
         assert bool((table[mask] != 0).any())
     objectives = [e.extra["objective"] for e in logs]

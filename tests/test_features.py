@@ -495,9 +495,9 @@ def test_model_files_store_only_the_non_zero_weights_and_old_dense_files_load(
     labels = ["O", "B-LOC", "I-LOC"]
     weights = ChainWeights(lf.num_features, labels)
     with torch.no_grad():  # a few non-zero entries, as training leaves most of a table
-        weights.node.weight[3, 1] = 2.5
-        weights.node.weight[7] = -1.0
-        weights.edge.weight[5, 4] = 0.25
+        weights.tables()["node"][3, 1] = 2.5
+        weights.tables()["node"][7] = -1.0
+        weights.tables()["edge"][5, 4] = 0.25
     save_model(tmp_path / "sparse", weights, lf)
     stored = load_file(tmp_path / "sparse" / "model.safetensors")
     assert stored["weights.node.index"].tolist() == [3 * 3 + 1, 7 * 3, 7 * 3 + 1, 7 * 3 + 2]
@@ -507,7 +507,7 @@ def test_model_files_store_only_the_non_zero_weights_and_old_dense_files_load(
         assert torch.equal(w2.tables()[n], t)
     # format 1 wrote every table dense; such a model still loads
     dense = {k: v for k, v in stored.items() if not k.startswith("weights.")}
-    dense.update({f"weights.{n}": t.detach() for n, t in weights.tables().items()})
+    dense.update({f"weights.{n}": t.detach().contiguous() for n, t in weights.tables().items()})
     old = tmp_path / "dense"
     old.mkdir()
     save_file(dense, old / "model.safetensors")

@@ -19,7 +19,7 @@ GOLD = [0, 0]
 
 def _setup(node: list[list[float]]):
     weights = ChainWeights(F, ["O", "B-X"])
-    weights.node.weight.data = torch.tensor(node)
+    weights.tables()["node"].copy_(torch.tensor(node))
     before = {k: v.clone() for k, v in weights.tables().items()}
     return weights, Updater(weights), make_batch(feature_matrix([DOC]), [0]), before
 

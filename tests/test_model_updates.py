@@ -11,7 +11,7 @@ from structperc.decode import reference
 from structperc.features.extract import FeatureMatrix
 from structperc.model.batch import FeatureBatch, make_batch
 from structperc.model.updates import SparseDelta, Updater, path_delta
-from structperc.model.weights import ChainWeights
+from structperc.model.weights import ChainWeights, flat_at
 
 SETTINGS = settings(max_examples=50, deadline=None)
 
@@ -144,7 +144,7 @@ def test_make_batch_equals_concatenation_of_single_documents(corpus, rnd):
 def test_potentials_formula_by_hand():
     F, L = 4, 3
     w = random_weights(F, L, seed=1)
-    node, edge = w.node.weight, w.edge.weight.view(F, L, L)
+    node, edge = w.tables()["node"], w.tables()["edge"].view(F, L, L)
     pot = w.potentials(hand_batch())
     assert pot.shape == (1, 3, L, L)
     n0 = node[0] + node[2]
@@ -165,7 +165,7 @@ def test_potentials_batched_equal_one_at_a_time(corpus, seed):
     pot = w.potentials(batch)
     T = max(len(d) for d in docs)
     assert pot.shape == (len(docs), T, L, L)
-    node, edge = w.node.weight.double(), w.edge.weight.view(F, L, L).double()
+    node, edge = w.tables()["node"].double(), w.tables()["edge"].view(F, L, L).double()
     for b, d in enumerate(order):
         n = len(docs[d])
         single = w.potentials(make_batch(fm, [d]))
@@ -326,11 +326,11 @@ def test_averaging_closed_form_single_weight():
     up.tick()  # instance 2: no update, w = 1
     up.apply(one, scale=2.0)  # instance 3: w = 3
     up.tick()
-    assert w.node.weight.item() == 3.0
+    assert w.tables()["node"].item() == 3.0
     avg = up.averaged_tables()
     assert avg["node"].item() == pytest.approx((1 + 1 + 3) / 3)
     assert avg["edge"].item() == 0.0
-    assert w.node.weight.item() == 3.0  # averaged_tables does not touch the weights
+    assert w.tables()["node"].item() == 3.0  # averaged_tables does not touch the weights
 
 
 @st.composite
@@ -434,7 +434,7 @@ def test_no_averaging_and_nothing_seen():
     # nothing ticked yet: the average is the current weights, finalize keeps them
     assert up.averaged_tables()["node"].tolist() == [[0.0, 4.0], [0.0, 0.0]]
     up.finalize()
-    assert w.node.weight.tolist() == [[0.0, 4.0], [0.0, 0.0]]
+    assert w.tables()["node"].tolist() == [[0.0, 4.0], [0.0, 0.0]]
 
     plain = Updater(ChainWeights(2, ["A", "B"]), average=False)
     plain.apply(SparseDelta({"node": (torch.tensor([1]), torch.tensor([4.0]))}))
@@ -444,6 +444,53 @@ def test_no_averaging_and_nothing_seen():
     assert plain.sums == {}
     assert plain.averaged_tables()["node"].tolist() == [[0.0, 8.0], [0.0, 0.0]]
     with plain.averaged():
-        assert plain.weights.node.weight.tolist() == [[0.0, 8.0], [0.0, 0.0]]
+        assert plain.weights.tables()["node"].tolist() == [[0.0, 8.0], [0.0, 0.0]]
     plain.finalize()
-    assert plain.weights.node.weight.tolist() == [[0.0, 8.0], [0.0, 0.0]]
+    assert plain.weights.tables()["node"].tolist() == [[0.0, 8.0], [0.0, 0.0]]
+
+
+def test_flat_at_addresses_contiguous_and_strided_tables():
+    """flat_at: entry row * W + column of a [R, W] table, also for a column block of a wider
+    table (strided rows), reads and writes exactly that entry and nothing beside it."""
+    wide = torch.arange(4 * 7, dtype=torch.float32).view(4, 7)
+    for table in (wide, wide[:, :3], wide[:, 3:], wide[1:, 2:5]):
+        R, W = table.shape
+        index = torch.arange(R * W)
+        flat, pos = flat_at(table, index)
+        assert torch.equal(flat[pos], table.reshape(-1))
+    block = wide[:, 3:]  # [4, 4] with rows 7 apart
+    before = wide.clone()
+    flat, pos = flat_at(block, torch.tensor([0, 5, 5, 15]))
+    flat.index_add_(0, pos, torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    expected = before.clone()
+    expected[0, 3] += 1.0
+    expected[1, 4] += 5.0  # entry 5 = row 1, column 1 of the block, twice
+    expected[3, 6] += 4.0
+    assert torch.equal(wide, expected)
+    with pytest.raises(ValueError, match="strides"):
+        flat_at(wide.t(), torch.tensor([0]))
+
+
+def test_edge_features_share_one_joint_row_per_feature():
+    """With edge features the node and edge tables are the column blocks [:, :L] and [:, L:]
+    of one [F, L + L*L] table, and an update through ``Updater`` lands in both (by hand)."""
+    w = ChainWeights(3, ["O", "B-X"])
+    tables = w.tables()
+    assert w.joint.weight.shape == (3, 2 + 4) and w.dense_tables == [w.joint.weight]
+    assert tables["node"].data_ptr() == w.joint.weight.data_ptr()
+    delta = SparseDelta(
+        {
+            "node": (torch.tensor([2 * 2 + 1]), torch.tensor([1.0])),
+            "edge": (torch.tensor([1 * 4 + 2, 1 * 4 + 2]), torch.tensor([1.0, -3.0])),
+        }
+    )
+    Updater(w).apply(delta, scale=2.0)
+    expected = torch.zeros(3, 6)
+    expected[2, 1] = 2.0  # node[2, label 1]
+    expected[1, 2 + 2] = -4.0  # edge[1, from 1 to 0]: (1 - 3) * 2
+    assert torch.equal(w.joint.weight, expected)
+    assert delta.dot(w.tables()) == 2.0 * 1.0 + (-4.0) * (1.0 - 3.0)
+    node, edge = w.csr_scores(torch.tensor([1, 2], dtype=torch.int32), torch.tensor([0, 2]))
+    assert node.tolist() == [[0.0, 2.0]] and edge.tolist() == [[[0.0, 0.0], [-4.0, 0.0]]]
+    plain = ChainWeights(3, ["O", "B-X"], edges=False)
+    assert [t.shape for t in plain.dense_tables] == [(3, 2), (1, 4)]

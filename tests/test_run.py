@@ -244,7 +244,7 @@ def test_transition_matrix_model_trains_saves_and_predicts(tmp_path, synthetic_d
         monkeypatch,
     )
     weights, _, _ = load_model(out)
-    assert not weights.edges and weights.edge.weight.shape == (1, 81)
+    assert not weights.edges and weights.tables()["edge"].shape == (1, 81)
     assert results["test"]["f1"] > 80
     scores = tag_file(out, synthetic_dir / "conll2003" / "test.txt", tmp_path / "tagged.txt")
     assert scores.f1 == pytest.approx(results["test"]["f1"])

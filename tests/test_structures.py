@@ -70,7 +70,7 @@ def token_ids(features: FeatureMatrix, token: int) -> list[int]:
 def chain_oracle(weights: ChainWeights, features: FeatureMatrix, d: int, y: list[int]) -> float:
     """Σ_t Σ_{f in x_t} node[f, y_t] + [t > 0] edge[f, y_{t-1} L + y_t]."""
     L, first = weights.num_labels, int(features.doc_offsets[d])
-    node, edge = weights.node.weight, weights.edge.weight
+    node, edge = weights.tables()["node"], weights.tables()["edge"]
     total = 0.0
     for t, label in enumerate(y):
         for f in token_ids(features, first + t):
@@ -120,7 +120,7 @@ class TransitionChainCase(ChainCase):
 
     def local(self, structure, data, d, y) -> float:
         L, first, y = 3, int(data.features.doc_offsets[d]), y.tolist()
-        node, trans = structure.weights.node.weight, structure.weights.edge.weight[0]
+        node, trans = structure.weights.tables()["node"], structure.weights.tables()["edge"][0]
         total = 0.0
         for t, label in enumerate(y):
             total += sum(float(node[f, label]) for f in token_ids(data.features, first + t))
@@ -140,7 +140,7 @@ class ConstrainedChainCase(ChainCase):
         weights = ChainWeights(7, NER).double()
         randomize(weights.tables(), gen)
         with torch.no_grad():  # make the forbidden moves attractive
-            weights.node.weight[:, 3:] += 2.0
+            weights.tables()["node"][:, 3:] += 2.0
         labels = torch.zeros(sum(self.lengths), dtype=torch.long)
         return ChainStructure(weights, constraints="iob2"), ChainData(features, labels)
 

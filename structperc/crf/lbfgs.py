@@ -176,7 +176,7 @@ class LBFGSTraining(Optimization):
         self.buckets = self.training_buckets(
             self.learner.dp_batch_tokens, with_index=False, packed=self.learner.pack
         )
-        self.tables = tables = [weights.node.weight, weights.edge.weight]  # (updated in place)
+        self.tables = tables = weights.dense_tables  # (updated in place)
         self.support = None
         if self.learner.support == "observed":  # CRFsuite's model (crf/support.py)
             features = features_cpu(self.features)

@@ -2,10 +2,11 @@
 
 The token scores of the CRF are sparse products  S = X W  of the token x feature incidence matrix
 X [N, F] (CSR: ``ids``, ``offsets``; what ``EmbeddingBag(mode="sum")`` computes) and a weight table
-W [F, D] (D = L for node, L*L for edge weights).  The gradient is  dW = X^T dS.  PyTorch's own
-``embedding_bag`` backward scatters every (id, row) pair, several times slower on a CPU than the
-forward gather; here X^T is built once (``TransposedIndex``: for every feature, the tokens where
-it fires), so the backward is the same gather: ``embedding_bag(tokens, dS, feature_offsets)``.
+W [F, D] (D = L + L*L for ``ChainWeights.joint``, node | edge; L for the node table alone).
+The gradient is  dW = X^T dS.  PyTorch's own ``embedding_bag`` backward scatters every (id, row)
+pair, several times slower on a CPU than the forward gather; here X^T is built once
+(``TransposedIndex``: for every feature, the tokens where it fires), so the backward is the same
+gather: ``embedding_bag(tokens, dS, feature_offsets)``.
 
 ``lookup`` returns a dense [F, D] gradient when the index covers every feature (full-batch
 training), else a coalesced sparse COO gradient over the features present (mini-batches), which
@@ -118,7 +119,7 @@ def lookup(table: Tensor, ids: Tensor, offsets: Tensor, index: TransposedIndex) 
     """Token scores [N, D] = X W, differentiable in ``table`` [F, D].
 
     Args:
-        table: [F, D] weights (e.g. ``weights.node.weight.detach().requires_grad_()``).
+        table: [F, D] weights (e.g. ``weights.dense_tables[0].detach().requires_grad_()``).
         ids: [nnz] feature ids, offsets: [N + 1] (``include_last_offset=True`` CSR).
         index: ``TransposedIndex.build(ids, offsets, F)``, for the backward pass.
     """

@@ -190,7 +190,8 @@ def full_objective(
     buckets: list[Bucket],
     group: Group = SERIAL,
 ) -> tuple[float, float, list[Tensor], int]:
-    """f(w), sum_d nll_d, [grad_node [F, L], grad_edge [F, L*L]], posterior token errors.
+    """f(w), sum_d nll_d, the gradients of ``weights.dense_tables`` ([F, L + L*L], or [F, L] and
+    [1, L*L] without edge features), posterior token errors.
 
     One lookup over all training tokens; per bucket, the DP and its backward pass into the
     token scores; one transposed lookup for the table gradients; the prior added in closed form.
@@ -199,17 +200,14 @@ def full_objective(
     """
     L = weights.num_labels
     dtype = dtype_of(learner.dtype)
-    tables = [weights.node.weight, weights.edge.weight]
+    tables = weights.dense_tables
     leaves = [t.detach().requires_grad_(True) for t in tables]
     ids, offsets = features.ids, features.offsets
-    with torch.enable_grad():
-        token_node = lookup(leaves[0], ids, offsets, index)  # [N, L]
-        token_edge = lookup(leaves[1], ids, offsets, index) if weights.edges else None  # [N, L*L]
-    if weights.edges:
-        scores = torch.cat([token_node, token_edge], dim=1).detach()  # [N, L + L*L]
-        transition, grad_transition = None, None
-    else:  # one transition matrix: its gradient is summed per bucket, not spread over tokens
-        scores = token_node.detach()  # [N, L]
+    with torch.enable_grad():  # [N, L + L*L] (node | edge, the joint table), or [N, L]
+        token_scores = lookup(leaves[0], ids, offsets, index)
+    scores = token_scores.detach()
+    transition, grad_transition = None, None
+    if not weights.edges:  # one transition matrix: its gradient is summed per bucket
         transition = leaves[1].detach().to(dtype)  # [1, L*L]
         grad_transition = torch.zeros_like(transition)
     grad_scores = torch.zeros_like(scores)
@@ -225,10 +223,8 @@ def full_objective(
             grad_transition += t.grad
         total += float(loss.detach())
         errors += posterior_errors(s.grad[:, :L], bucket.labels)
-    if weights.edges:
-        torch.autograd.backward([token_node, token_edge], [grad_scores[:, :L], grad_scores[:, L:]])
-    else:
-        torch.autograd.backward(token_node, grad_scores)
+    torch.autograd.backward(token_scores, grad_scores)
+    if not weights.edges:
         leaves[1].grad = grad_transition.to(leaves[1].dtype)
     grads = [leaf.grad.to_dense() if leaf.grad.is_sparse else leaf.grad for leaf in leaves]
     group.all_sum_(*grads)

@@ -105,7 +105,7 @@ class SGDTraining(Optimization):
             learner.sigma2,
             learner.lr,
         )
-        self.tables = [self.weights.node.weight, self.weights.edge.weight]
+        self.tables = self.weights.dense_tables
         self.opt = ScaledSGD(self.tables, learner.sigma2, self.features.num_docs, learner.lr)
 
     def resume_after(self, k: int) -> None:
@@ -125,13 +125,11 @@ class SGDTraining(Optimization):
             batch = bucket.batch
             leaves = [t.detach().requires_grad_(True) for t in tables]
             with torch.enable_grad():
-                node = lookup(leaves[0], batch.ids, batch.offsets, bucket.index)  # [N_b, L]
-                if self.weights.edges:  # [N_b, L + L*L]
-                    edge = lookup(leaves[1], batch.ids, batch.offsets, bucket.index)
-                    scores = torch.cat([node, edge], dim=1).to(dtype) * opt.scale
-                    transition = None
-                else:  # [N_b, L] and the one transition matrix [1, L*L]
-                    scores = node.to(dtype) * opt.scale
+                # [N_b, L + L*L] (node | edge, the joint table), or [N_b, L]
+                token = lookup(leaves[0], batch.ids, batch.offsets, bucket.index)
+                scores = token.to(dtype) * opt.scale
+                transition = None
+                if not self.weights.edges:  # the one transition matrix [1, L*L]
                     transition = leaves[1].to(dtype) * opt.scale
                 scores.retain_grad()
                 loss = bucket_loss(learner, scores, bucket, L, transition)

@@ -9,12 +9,14 @@ The CRF's tables hold a weight for every (feature, label) pair (and, with edge f
 
 (506 k weights on CoNLL-2003; the one transition matrix of ``features.edges=false`` is kept
 whole), and every other weight stays 0.  ``Support`` holds those sets as boolean masks shaped
-like the tables: L-BFGS then keeps its parameters, gradients and history (2 m + 4 vectors) in
-the reduced space (``gather``), and the tables are written back (``scatter_``) before each
-evaluation of the objective.  The objective and gradient restricted to the support are those of
-the full model with the other weights fixed at 0 (the prior adds nothing for them), so L-BFGS
-minimises the penalised likelihood over the support exactly.  On several ranks the masks are the
-union over the shards (all-reduced), so every rank moves the same weights.
+like ``ChainWeights.dense_tables`` (one [F, L + L*L] mask over the joint node | edge table, or
+[F, L] and [1, L*L] without edge features): L-BFGS then keeps its parameters, gradients and
+history (2 m + 4 vectors) in the reduced space (``gather``), and the tables are written back
+(``scatter_``) before each evaluation of the objective.  The objective and gradient restricted
+to the support are those of the full model with the other weights fixed at 0 (the prior adds
+nothing for them), so L-BFGS minimises the penalised likelihood over the support exactly.  On
+several ranks the masks are the union over the shards (all-reduced), so every rank moves the
+same weights.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ CHUNK_TOKENS = 8_192  # tokens per step of the mask build: its int64 temporaries
 
 
 class Support:
-    """Boolean masks [F, L] and [F or 1, L*L] of the weights that move (module docstring)."""
+    """Boolean masks shaped like ``ChainWeights.dense_tables`` of the weights that move (module
+    docstring)."""
 
     def __init__(self, masks: list[Tensor]):
         self.masks = masks
@@ -66,6 +69,8 @@ class Support:
                 t = token[inside]
                 edge[(f[inside] * L + previous[t]) * L + labels[t]] = True
         masks = [node.view(F, L), edge.view(-1, L * L)]
+        if weights.edges:  # one mask over the joint table (``ChainWeights.dense_tables``)
+            masks = [torch.cat(masks, dim=1)]
         if group.parallel:  # the union over the shards
             counts = [m.to(torch.float32) for m in masks]
             group.all_sum_(*counts)

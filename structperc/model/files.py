@@ -26,7 +26,7 @@ from structperc.io import (
     load_tensors,
     read_json,
 )
-from structperc.model.weights import ChainWeights
+from structperc.model.weights import ChainWeights, flat_at
 
 FORMAT = "structperc.chain/2"
 FORMATS = ("structperc.chain/1", FORMAT)  # 1: dense tables
@@ -53,9 +53,9 @@ def fill_tables(tables: dict[str, Tensor], tensors: dict[str, Tensor], shapes: d
                 f"{path}: table {name!r} has shape {shapes.get(name)}, the model needs "
                 f"{list(table.shape)}"
             )
-        flat = table.data.view(-1)
-        flat.zero_()
-        flat[tensors[f"weights.{name}.index"].long()] = tensors[f"weights.{name}.values"]
+        table.data.zero_()
+        flat, pos = flat_at(table.data, tensors[f"weights.{name}.index"].long())
+        flat[pos] = tensors[f"weights.{name}.values"]
 
 
 def save_model(

@@ -31,6 +31,7 @@ from torch import Tensor
 
 from structperc.distributed import Group, Stopwatch
 from structperc.model.updates import Updater
+from structperc.model.weights import flat_at
 
 WEIGHTINGS = ("uniform", "updates")
 
@@ -91,9 +92,10 @@ class ParameterMixing:
         self, name: str, table: Tensor, touched: list[Tensor], mu, seen0, m_r, M
     ) -> None:
         up, group = self.updater, self.group
-        w, w0 = table.data.view(-1), self.start[name].view(-1)
-        idx = torch.unique(torch.cat(touched)) if touched else w.new_zeros(0, dtype=torch.long)
-        d = w[idx] - w0[idx]  # D_r at the touched entries
+        w0 = self.start[name].view(-1)  # flat indices address the table row-major (flat_at)
+        idx = torch.unique(torch.cat(touched)) if touched else w0.new_zeros(0, dtype=torch.long)
+        w, pos = flat_at(table.data, idx)
+        d = w[pos] - w0[idx]  # D_r at the touched entries
         parts = [d * mu]
         if up.average:
             u, u0 = up.sums[name].view(-1), self.start_sums[name].view(-1)
@@ -104,13 +106,14 @@ class ParameterMixing:
         ks = [len(i) for i in idx_by_rank]
         all_idx = torch.cat(idx_by_rank)
         union, inverse = torch.unique(all_idx, return_inverse=True)
-        mixed_d = w.new_zeros(len(union))
+        mixed_d = w0.new_zeros(len(union))
         mixed_d.index_add_(
             0, inverse, torch.cat([v[:k] for v, k in zip(vals_by_rank, ks, strict=True)])
         )
-        w[union] = w0[union] + mixed_d
+        w, pos = flat_at(table.data, union)
+        w[pos] = w0[union] + mixed_d
         if up.average:
-            correction = w.new_zeros(len(union))
+            correction = w0.new_zeros(len(union))
             correction.index_add_(
                 0, inverse, torch.cat([v[k:] for v, k in zip(vals_by_rank, ks, strict=True)])
             )

@@ -22,14 +22,15 @@ import torch
 from torch import Tensor
 
 from structperc.model.batch import FeatureBatch, csr_rows
-from structperc.model.weights import ChainWeights
+from structperc.model.weights import ChainWeights, flat_at
 
 
 @dataclass
 class SparseDelta:
     """Entries of a weight difference, per table: name -> (flat index [K], value [K]).
 
-    A flat index addresses ``table.view(-1)``, i.e. ``row * table.shape[1] + column``.
+    A flat index addresses ``row * table.shape[1] + column`` (``table.view(-1)`` of a contiguous
+    table; ``model.weights.flat_at`` maps it into a table with strided rows).
     """
 
     parts: dict[str, tuple[Tensor, Tensor]] = field(default_factory=dict)
@@ -50,7 +51,11 @@ class SparseDelta:
 
     def dot(self, tables: dict[str, Tensor]) -> float:
         """delta . w, i.e. s(y*) - s(y') under the weights ``tables``."""
-        return float(sum((tables[n].view(-1)[i] * v).sum() for n, (i, v) in self.parts.items()))
+        total = 0.0
+        for name, (index, vals) in self.parts.items():
+            flat, pos = flat_at(tables[name], index)
+            total += (flat[pos] * vals).sum()
+        return float(total)
 
     def __add__(self, other: SparseDelta) -> SparseDelta:
         parts = dict(self.parts)
@@ -131,7 +136,8 @@ class Updater:
         for name, (index, vals) in delta.parts.items():
             device = tables[name].device  # deltas made on the CPU (Φ^g counts) reach GPU tables
             index, vals = index.to(device), vals.to(device)
-            tables[name].view(-1).index_add_(0, index, vals, alpha=scale)
+            flat, pos = flat_at(tables[name], index)
+            flat.index_add_(0, pos, vals, alpha=scale)
             if self.journal is not None:
                 self.journal.append((name, index))
             if self.average and self.seen:

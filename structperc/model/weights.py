@@ -3,23 +3,30 @@
 Every surface feature f (a row) has a node weight per label and an edge weight per label pair
 (Kazama & Torisawa 2007, Table 1: x × y_0 and x × y_-1 × y_0):
 
-    node: EmbeddingBag(F, L,     mode="sum")   node[f, j]
-    edge: EmbeddingBag(F, L * L, mode="sum")   edge[f, i * L + j]   (from i to j)
+    node [F, L]       node[f, j]
+    edge [F, L * L]   edge[f, i * L + j]   (from i to j)
 
-The score of label j at token t after label i is  sum_{f in x_t} node[f, j] + edge[f, i*L + j],
-one ``embedding_bag`` call per table for a whole batch.  With ``edges=False`` the features are
-node features only and the edge table is one row, a label transition matrix shared by every
-token (CRFsuite's first-order model; a 45-tag POS tagger would need 2,025 edge weights per
-feature otherwise):
+The score of label j at token t after label i is  sum_{f in x_t} node[f, j] + edge[f, i*L + j].
+Both tables of a feature are one row of a single ``EmbeddingBag(F, L + L * L)`` (``joint``):
+``node`` and ``edge`` are its column blocks [:, :L] and [:, L:], views whose rows are strided.
+One ``embedding_bag`` call then reads both for a whole batch: ~28 % less time than a call per
+table (measured on CoNLL-2003's test documents one at a time: 185 against 256 us a document),
+because a token's 90 weights per feature are one contiguous run.  With ``edges=False`` the
+features are node features only and the edge table is one row, a label transition matrix shared
+by every token (CRFsuite's first-order model; a 45-tag POS tagger would need 2,025 edge weights
+per feature otherwise); the two tables are then separate:
 
-    edge: [1, L * L]   edge[0, i * L + j]
+    node: EmbeddingBag(F, L)   edge: [1, L * L]   edge[0, i * L + j]
 
-Tables start at zero (not PyTorch's N(0, 1)).  No autograd: learners write the tables directly
+``tables()`` names the node and edge tables in both layouts; code that addresses an entry by its
+flat (row-major) index goes through ``flat_at``, which also serves the strided views.  Tables
+start at zero (not PyTorch's N(0, 1)).  No autograd: learners write the tables directly
 (``updates.py``).
 """
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -35,9 +42,14 @@ class ChainWeights(nn.Module):
         self.labels = list(labels)
         self.edges = edges
         L = len(labels)
-        self.node = nn.EmbeddingBag(num_features, L, mode="sum")
-        self.edge = nn.EmbeddingBag(num_features if edges else 1, L * L, mode="sum")
-        for table in (self.node, self.edge):
+        if edges:  # node | edge weights of each feature in one row
+            self.joint = nn.EmbeddingBag(num_features, L + L * L, mode="sum")
+            bags = [self.joint]
+        else:
+            self.node = nn.EmbeddingBag(num_features, L, mode="sum")
+            self.edge = nn.EmbeddingBag(1, L * L, mode="sum")
+            bags = [self.node, self.edge]
+        for table in bags:
             table.weight.requires_grad_(False)
             nn.init.zeros_(table.weight)
 
@@ -47,10 +59,23 @@ class ChainWeights(nn.Module):
 
     @property
     def num_features(self) -> int:
-        return self.node.num_embeddings
+        return (self.joint if self.edges else self.node).num_embeddings
+
+    @property
+    def dense_tables(self) -> list[Tensor]:
+        """The contiguous weight tensors that hold every table ([joint] or [node, edge]): what an
+        optimizer over all weights (the CRF's) updates in place."""
+        if self.edges:
+            return [self.joint.weight]
+        return [self.node.weight, self.edge.weight]
 
     def tables(self) -> dict[str, Tensor]:
-        """The weight tensors by name ("node" [F, L], "edge" [F, L*L] or [1, L*L])."""
+        """The weight tensors by name ("node" [F, L], "edge" [F, L*L] or [1, L*L]); with edge
+        features, column blocks of ``joint`` (strided rows: see ``flat_at``)."""
+        if self.edges:
+            L = self.num_labels
+            joint = self.joint.weight
+            return {"node": joint[:, :L], "edge": joint[:, L:]}
         return {"node": self.node.weight, "edge": self.edge.weight}
 
     def token_scores(self, batch: FeatureBatch) -> tuple[Tensor, Tensor]:
@@ -59,14 +84,16 @@ class ChainWeights(nn.Module):
 
     def csr_scores(self, ids: Tensor, offsets: Tensor) -> tuple[Tensor, Tensor]:
         """Node [N, L] and edge [N, L, L] scores of N tokens given as CSR rows (ids [nnz],
-        offsets [N + 1])."""
+        offsets [N + 1]); with edge features, views of one [N, L + L*L] lookup."""
         L = self.num_labels
         offsets = offsets_like(ids, offsets)
+        if self.edges:
+            both = F.embedding_bag(
+                ids, self.joint.weight, offsets, mode="sum", include_last_offset=True
+            )  # [N, L + L*L]
+            return both[:, :L], both[:, L:].view(-1, L, L)
         node = F.embedding_bag(ids, self.node.weight, offsets, mode="sum", include_last_offset=True)
-        if not self.edges:  # the transition matrix at every token
-            return node, self.edge.weight.view(1, L, L).expand(len(node), L, L)
-        edge = F.embedding_bag(ids, self.edge.weight, offsets, mode="sum", include_last_offset=True)
-        return node, edge.view(-1, L, L)
+        return node, self.edge.weight.view(1, L, L).expand(len(node), L, L)
 
     def potentials(self, batch: FeatureBatch) -> Tensor:
         """Potentials [B, T, L, L] of a padded batch (``chain_potentials``)."""
@@ -81,6 +108,25 @@ def offsets_like(ids: Tensor, offsets: Tensor) -> Tensor:
     ids), ~15 us of every per-document lookup.  Offsets are at most nnz, so they fit.
     """
     return offsets if offsets.dtype == ids.dtype else offsets.to(ids.dtype)
+
+
+def flat_at(table: Tensor, index: Tensor) -> tuple[Tensor, Tensor]:
+    """A 1-D view over ``table`` [R, W] and the positions in it of the flat (row-major) indices
+    ``index`` (``row * W + column``): ``flat[positions]`` reads and writes those entries.
+
+    For a contiguous table that is ``table.view(-1)`` and ``index``.  A table whose rows are
+    strided (stride S > W: a column block of a wider table, as ``ChainWeights.tables()`` gives
+    with edge features) cannot be flattened without a copy; the 1-D view then spans its rows in
+    the storage, (R - 1) * S + W elements, and an index moves by (S - W) per row before it.
+    """
+    if table.is_contiguous():
+        return table.view(-1), index
+    R, W = table.shape
+    S = table.stride(0)
+    if table.stride(1) != 1 or S < W:
+        raise ValueError(f"flat_at: a table with strides {table.stride()} (shape {[R, W]})")
+    flat = table.as_strided(((R - 1) * S + W,), (1,))
+    return flat, index + torch.div(index, W, rounding_mode="floor") * (S - W)
 
 
 def bag_sums(table: Tensor, ids: Tensor, offsets: Tensor) -> Tensor:
