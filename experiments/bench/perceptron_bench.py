@@ -426,7 +426,8 @@ NOTES = {
     "epoch_s": (
         "Median over the k epochs of one round, wall clock. structperc: `EpochLog.seconds` "
         "of `structperc.train.fit` (per document: `make_batch` in the first epoch, which "
-        "`fit` keeps, potentials, Viterbi, `path_delta`, `index_add_` into weights and "
+        "`fit` keeps, one lookup of the joint node | edge table, Viterbi from the token "
+        "scores (`viterbi_tokens`), `path_delta`, `index_add_` into weights and "
         "averaging sums). CRFsuite: wall time between its iteration log events (shuffle, "
         "Viterbi + update per instance, the averaged-weight norm it logs). CPU time: the "
         "same intervals in `process_time` "
