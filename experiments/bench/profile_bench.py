@@ -294,7 +294,11 @@ def chain_targets() -> list[tuple[str, object, str]]:
 
     potentials = "potentials: chain_potentials (edge + node, first-token rows)"
     return [
-        ("feature lookup: EmbeddingBag node + edge (csr_scores)", ChainWeights, "csr_scores"),
+        (
+            "feature lookup: the joint node + edge EmbeddingBag (csr_scores)",
+            ChainWeights,
+            "csr_scores",
+        ),
         (potentials, weights_mod, "chain_potentials"),
         (potentials, ChainStructure, "potentials"),
         ("delta: path_delta (tokens whose labels differ)", ChainStructure, "delta"),
@@ -377,7 +381,11 @@ def crf_targets() -> list[tuple[str, object, str]]:
     layout = "DP: torch-struct layout (to_log_potentials; edges=false: transition_log_potentials)"
     gold = "DP: gold path scores (path_scores; edges=false: transition.gold_scores)"
     return [
-        ("lookup: S = X W, embedding_bag forward (node + edge)", objective_mod, "lookup"),
+        (
+            "lookup: S = X W, embedding_bag forward (the joint node + edge table)",
+            objective_mod,
+            "lookup",
+        ),
         ("gradient: X^T dS, transposed embedding_bag (_Lookup.backward)", _Lookup, "backward"),
         ("DP: potentials from token scores (chain_potentials)", objective_mod, "chain_potentials"),
         (layout, adapter_mod, "to_log_potentials"),
@@ -602,7 +610,7 @@ def worker_crf(cfg: dict, edges: bool = True) -> dict:
         )
 
     # the prior's share of the objective glue, measured apart on the same tables
-    tables = list(weights.tables().values())
+    tables = weights.dense_tables  # what the objective adds the prior to
     grads = [torch.zeros_like(w) for w in tables]
     t0 = time.perf_counter()
     sq = 0.0
