@@ -382,7 +382,7 @@ def crf_targets() -> list[tuple[str, object, str]]:
     gold = "DP: gold path scores (path_scores; edges=false: transition.gold_scores)"
     return [
         (
-            "lookup: S = X W, embedding_bag forward (the joint node + edge table)",
+            "lookup: S = X W, embedding_bag forward (joint node + edge table; edges=false: node)",
             objective_mod,
             "lookup",
         ),
