@@ -43,7 +43,7 @@ def _perceptron_worker(system: str, x: float) -> dict:
     }
     for key in ("features_s", "epoch_s", "train_total_s"):
         out[key] = out[key.replace("_s", "_cpu_s")] = x
-    for key in ("decode_b1_tps", "decode_b16_tps", "decode_b256_tps"):
+    for key in ("decode_b1_tps", "decode_b64_tps", "decode_b256_tps"):
         out[key] = out[key.replace("_tps", "_cpu_tps")] = 1000.0 / x
     return out
 

@@ -43,11 +43,15 @@ def trained(data_dir):
 
 
 @pytest.mark.realdata
-def test_batched_prediction_equals_one_document_at_a_time(trained):
+def test_batched_prediction_equals_one_document_at_a_time(trained, monkeypatch):
+    import structperc.structures.chain as chain_mod
+
     weights, dev = trained
     chain = ChainStructure(weights)
     singles = chain.predict(ChainData(dev), batch_size=1)  # the blocked scan, document by document
     assert max(len(p) for p in singles) > 200  # long documents are in the sample
+    assert chain.predict(ChainData(dev), batch_size=7) == singles  # small: one by one on a CPU
+    monkeypatch.setattr(chain_mod, "PACKED_FROM", 2)
     for batch_size in (2, 7, 256):  # packed time-major decoding
         assert chain.predict(ChainData(dev), batch_size=batch_size) == singles
 

@@ -357,7 +357,12 @@ def test_nbest_lists_are_the_enumerations_top_n(case, n):
         assert bool(torch.isinf(scores[m:]).all()) and bool((paths[m:] == -1).all())
 
 
-def test_predict_equals_the_argmax_of_each_instance(case):
+@pytest.mark.parametrize("packed_from", [32, 2], ids=["one-by-one", "packed"])
+def test_predict_equals_the_argmax_of_each_instance(case, packed_from, monkeypatch):
+    """Also both ways a chain decodes a small batch on a CPU (``chain.PACKED_FROM``)."""
+    import structperc.structures.chain as chain_mod
+
+    monkeypatch.setattr(chain_mod, "PACKED_FROM", packed_from)
     structure, data = case.build(4)
     predicted = structure.predict(data, batch_size=2)
     assert len(predicted) == len(data)
@@ -399,7 +404,9 @@ def test_iob2_constraints_change_what_the_chain_decodes():
 
     free_paths = [free.argmax(free.instance(data, d, "cpu")[0]) for d in range(len(data))]
     assert not all(valid(y) for y in free_paths)  # the weights favour forbidden moves
-    for y in constrained.predict(data, batch_size=3):
+    for y in constrained.predict(data, batch_size=3):  # one document at a time
+        assert valid(y)
+    for y in constrained.predict(data, batch_size=100):  # one packed batch
         assert valid(y)
     with pytest.raises(ValueError, match="unknown constraint scheme"):
         ChainStructure(constrained.weights, constraints="bio")

@@ -244,14 +244,18 @@ def test_no_update_when_the_prediction_is_right(corpus):
 
 
 @pytest.mark.parametrize("average", [False, True])
-def test_predict_batched_equals_one_at_a_time(corpus, average):
+def test_predict_batched_equals_one_at_a_time(corpus, average, monkeypatch):
+    import structperc.structures.chain as chain_mod
+
     weights, updater, _ = train_model(corpus, average=average, max_epochs=1)
     updater.finalize()
     X = corpus["X_dev"]
+    small = predict(weights, X, batch_size=16)  # below PACKED_FROM on a CPU: one by one
+    singles = predict(weights, X, batch_size=1)
+    monkeypatch.setattr(chain_mod, "PACKED_FROM", 2)  # packed time-major batches
     batched = predict(weights, X, batch_size=16)
     odd = predict(weights, X, batch_size=5)
-    singles = predict(weights, X, batch_size=1)
-    assert batched == singles == odd
+    assert batched == singles == odd == small
     for d, doc in enumerate(corpus["dev"]):
         assert len(batched[d]) == len(doc)
         batch = make_batch(X, [d])
