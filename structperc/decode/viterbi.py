@@ -137,7 +137,10 @@ def forward_scores(potentials: Tensor, lengths: Tensor) -> Tensor:
         return alpha0.unsqueeze(1)
     n = T - 1  # transition matrices M_1..M_{T-1}
     m, K = block_layout(n)
-    buf = ScanBuffers(B, m, L, K, potentials.dtype, potentials.device)
+    if B == 1:  # one sequence (the n-best of online training): reused buffers
+        buf = reusable_buffers(m, L, K, potentials.dtype, potentials.device)
+    else:
+        buf = ScanBuffers(B, m, L, K, potentials.dtype, potentials.device)
     mats = potentials[:, 1:]  # M_1..M_n, [B, n, L, L]: the identity past each length
     if not bool((lengths == T).all()):  # position t is real when t < lengths[b]
         real = torch.arange(1, T, device=potentials.device).unsqueeze(0) < lengths.unsqueeze(1)
