@@ -81,6 +81,8 @@ class ScanBuffers:
 
 REUSED_BUFFERS = 64  # per thread: the shapes (m, K) of the last this many sequence lengths
 REUSED_MAX_MATRICES = 4096  # longer sequences get fresh buffers (not kept)
+REUSED_TOTAL_MATRICES = 32_768  # and at most this many block matrices kept per thread
+# (~3 [L, L] matrices each: ~32 MB at L = 9 in float32, 64 MB in float64)
 _reused = threading.local()
 
 
@@ -100,8 +102,10 @@ def reusable_buffers(m: int, L: int, K: int, dtype: torch.dtype, device) -> Scan
     buf = cache.get(key)
     if buf is None:
         buf = cache[key] = ScanBuffers(1, m, L, K, dtype, device)
-        while len(cache) > REUSED_BUFFERS:
-            cache.popitem(last=False)
+        kept = sum(k[0] * k[2] for k in cache)  # block matrices held
+        while len(cache) > 1 and (len(cache) > REUSED_BUFFERS or kept > REUSED_TOTAL_MATRICES):
+            (m_old, _, k_old, _, _), _ = cache.popitem(last=False)
+            kept -= m_old * k_old
     else:
         cache.move_to_end(key)
     return buf
