@@ -202,12 +202,7 @@ def viterbi_tokens(node: Tensor, edge: Tensor) -> tuple[Tensor, Tensor]:
     # bp[s, j, k] = argmax_i alpha_{t-1}[i] + M_t[i, j] (first maximum), t = 1 + k * m + s
     bp = torch.add(prev.unsqueeze(2), blocks, out=cand).max(dim=1).indices
     rows = bp.permute(2, 0, 1).reshape(K * m, L)[:n].cpu().numpy().tolist()  # rows[t - 1]
-    y = int(last)
-    path = [0] * T
-    for t in range(n, 0, -1):
-        path[t] = y
-        y = rows[t - 1][y]
-    path[0] = y
+    path = trace_path([None, *rows], int(last), T)
     return torch.from_numpy(np.array(path, dtype=np.int64)).to(node.device), score
 
 
@@ -235,12 +230,24 @@ def backtrace(bp: Tensor, last: Tensor, lengths: Tensor) -> Tensor:
     for b, (rows, y, n) in enumerate(
         zip(bp.numpy().tolist(), last.tolist(), lengths.tolist(), strict=True)
     ):
-        path = [0] * n
-        for t in range(n - 1, -1, -1):
-            path[t] = y
-            y = rows[t][y]
+        path = trace_path(rows, y, n)
         paths[b, :n] = torch.from_numpy(np.array(path, dtype=np.int64))  # (torch.tensor: 7x)
     return paths
+
+
+def trace_path(rows: list, last: int, n: int) -> list[int]:
+    """The labels of positions 0..n-1 ending in ``last``: ``rows[t][j]`` is the label at t - 1
+    before label j at t (``rows[0]`` is not read).  A plain loop over Python lists: on a CPU
+    cheaper than any tensor formulation for one sequence."""
+    if n == 0:
+        return []
+    path = [0] * n
+    y = last
+    for t in range(n - 1, 0, -1):
+        path[t] = y
+        y = rows[t][y]
+    path[0] = y
+    return path
 
 
 def backtrace_doubling(bp: Tensor, last: Tensor, lengths: Tensor) -> Tensor:

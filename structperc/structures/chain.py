@@ -191,6 +191,16 @@ class ChainStructure:
         """Hamming loss: labels that differ."""
         return float((gold != pred).sum())
 
+    def token_range_scores(
+        self, features: FeatureMatrix, start: int, end: int, device: Device
+    ) -> tuple[Tensor, Tensor]:
+        """Node [N, L] and edge [N, L, L] scores of tokens start..end-1 of ``features`` (one
+        slice of their CSR rows: consecutive documents), on ``device``."""
+        offsets = features.offsets
+        lo, hi = int(offsets[start]), int(offsets[end])
+        ids = features.ids[lo:hi].to(device)
+        return self.weights.csr_scores(ids, (offsets[start : end + 1] - lo).to(device))
+
     @torch.no_grad()
     def predict(
         self, data: ChainData, batch_size: int = 256, device: Device = "cpu", progress: bool = False
@@ -213,24 +223,18 @@ class ChainStructure:
             batch_size < PACKED_FROM and torch.device(device).type == "cpu"
         )
         if one_by_one:  # each document's CSR rows are one slice: no batch to build
-            bounds, offsets = doc_offsets.tolist(), features.offsets
+            bounds = doc_offsets.tolist()
             for d in bar(range(features.num_docs), enabled=progress, desc="decode", unit="doc"):
                 s, e = bounds[d], bounds[d + 1]
                 if e > s:
-                    lo, hi = int(offsets[s]), int(offsets[e])
-                    node, edge = self.weights.csr_scores(
-                        features.ids[lo:hi].to(device), (offsets[s : e + 1] - lo).to(device)
-                    )  # [T, L], [T, L, L]
+                    node, edge = self.token_range_scores(features, s, e, device)  # [T, L(, L)]
                     out[d] = self.decode_tokens(node, edge).tolist()
             return out
         starts = range(0, features.num_docs, batch_size)
         for d0 in bar(starts, enabled=progress, desc="decode", unit="batch"):
             d1 = min(d0 + batch_size, features.num_docs)
             s, e = int(doc_offsets[d0]), int(doc_offsets[d1])
-            lo, hi = int(features.offsets[s]), int(features.offsets[e])
-            node, edge = self.weights.csr_scores(
-                features.ids[lo:hi].to(device), (features.offsets[s : e + 1] - lo).to(device)
-            )  # [N, L], [N, L, L]
+            node, edge = self.token_range_scores(features, s, e, device)  # [N, L], [N, L, L]
             if self.allowed is not None:
                 first = torch.zeros(e - s, dtype=torch.bool, device=node.device)
                 first[(doc_offsets[d0:d1] - s).to(node.device)] = True
