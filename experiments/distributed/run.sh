@@ -3,13 +3,15 @@
 # torchrun on one machine (4 ranks oversubscribe a 2-core machine: accuracy only, not speed).
 #   bash experiments/distributed/run.sh            # everything (hours on 2 cores)
 #   bash experiments/distributed/run.sh margin     # one family: margin | margin_avg | proposed | crf | crf200 | crf_tol
-#                                                  # | margin_seeds | proposed_seeds
+#                                                  # | margin_seeds | proposed_seeds | plain_converge
 # (crf200: the CRF to convergence on the first 200 training documents, hours less than crf;
 #  crf_tol: the full-data CRF with a 100 times tighter stopping rule, learner.tol=1e-6, so that
 #  where the two end is decided by the optimum, not by when the rule happens to fire;
 #  margin_seeds, proposed_seeds: the margin and proposed runs again with seeds 1-7 and 1-3 (proposed:
 #  0-3, its seed-0 runs above used the earlier n-best decoder), so that
-#  1 rank and R ranks are compared over four shuffling orders instead of one)
+#  1 rank and R ranks are compared over four shuffling orders instead of one;
+#  plain_converge: the perceptron and the averaged perceptron, McDonald et al.'s two learners, at
+#  2 ranks to the paper's rule, against Table 2's serial convergence runs)
 # A run that is interrupted resumes from its per-epoch checkpoint when started again.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -42,12 +44,15 @@ for family in "${@:-margin proposed crf200 crf}"; do
           run crf_tol $n +experiment=conll03_crf learner.sigma2=100 learner.tol=1e-6; done ;;
       crf200) for n in 1 2; do
           run crf200 $n +experiment=conll03_crf learner.sigma2=100 +data.train_docs=200; done ;;
+      plain_converge)  # McDonald et al.'s two learners, to the paper's rule (serial: Table 2's runs)
+        run perceptron_converge 2 +experiment=conll03_local learner=perceptron trainer.max_epochs=400
+        run averaged_converge 2 +experiment=conll03_local learner=averaged trainer.max_epochs=400 ;;
       margin_seeds) for s in 1 2 3 4 5 6 7; do for n in 1 2 4; do
           run margin_s$s $n +experiment=conll03_local learner=margin seed=$s; done; done ;;
       proposed_seeds) for s in 0 1 2 3; do for n in 1 2 4; do
           run proposed_s$s $n +experiment=conll03_nonlocal "features.gazetteers=[]" seed=$s; done; done ;;
       *) echo "unknown family $f (margin | margin_avg | proposed | crf | crf200 | crf_tol |" \
-           "margin_seeds | proposed_seeds)"; exit 2 ;;
+           "margin_seeds | proposed_seeds | plain_converge)"; exit 2 ;;
     esac
   done
 done

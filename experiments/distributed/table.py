@@ -165,6 +165,69 @@ def converged() -> str:
     return "\n".join(lines) + "\n"
 
 
+# McDonald et al.'s two learners to the paper's rule at 2 ranks (``run.sh plain_converge``),
+# against Table 2's serial convergence runs; beside them every converged row above
+PLAIN_CONVERGED = [
+    ("Perceptron", "perceptron", CONVERGE_DIR / "perceptron", RUNS / "perceptron_converge_r2"),
+    ("Averaged perceptron", "averaged", CONVERGE_DIR / "averaged", RUNS / "averaged_converge_r2"),
+]
+
+
+def read_results(path: Path) -> dict | None:
+    f = path / "results.json"
+    return json.loads(f.read_text()) if f.is_file() else None
+
+
+def paper() -> str:
+    """McDonald et al. (2010)'s converged figures (``paper.json``) beside ours at convergence:
+    the serial model against iterative parameter mixing, as a difference."""
+    p = json.loads((HERE / "paper.json").read_text())
+    lines = [
+        "| learner | source | shards / ranks | serial | iterative parameter mixing | Δ "
+        "| one-shot parameter mixing | epochs, serial → mixed |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for label, key, serial_dir, mixed_dir in PLAIN_CONVERGED:
+        ner = p["ner"][key]
+        lines.append(
+            f"| {label} | paper, NER F1 (CoNLL-2003 dev) | {p['shards']} | {ner['serial']:.1f} "
+            f"| {ner['iterative_parameter_mix']:.1f} "
+            f"| {ner['iterative_parameter_mix'] - ner['serial']:+.1f} "
+            f"| {ner['parameter_mix']:.1f} | – |"
+        )
+        dep = p["parsing"][key]
+        lines.append(
+            f"| {label} | paper, parsing UAS (Czech PDT) | {p['shards']} | {dep['serial']:.1f} "
+            f"| {dep['iterative_parameter_mix']:.1f} "
+            f"| {dep['iterative_parameter_mix'] - dep['serial']:+.1f} | – | – |"
+        )
+        serial, mixed = read_results(serial_dir), read_results(mixed_dir)
+        for split in ("dev", "test"):
+            if serial is None or mixed is None:
+                lines.append(f"| {label} | ours, NER F1 ({split}) | 2 | – | – | – | – | – |")
+                continue
+            a, b = serial[split]["f1"], mixed[split]["f1"]
+            lines.append(
+                f"| {label} | ours, NER F1 ({split}) | 2 | {a:.2f} | {b:.2f} | {b - a:+.2f} | – "
+                f"| {serial['epochs']} → {mixed['epochs']} ({mixed['stopped_by']}) |"
+            )
+    for label, paths in CONVERGED:
+        serial = read_results(paths[0][1])
+        for n, path in paths[1:]:
+            mixed = read_results(path)
+            if serial is None or mixed is None:
+                continue
+            for split in ("dev", "test"):
+                a, b = serial[split]["f1"], mixed[split]["f1"]
+                lines.append(
+                    f"| {label} | ours, NER F1 ({split}) | {n} | {a:.2f} | {b:.2f} | {b - a:+.2f} "
+                    f"| – | {serial['epochs']} → {mixed['epochs']} ({mixed['stopped_by']}) |"
+                )
+    lines.append("")
+    lines.append(f"Paper: {p['source']}. Not in the paper: {p['not_reported']}.")
+    return "\n".join(lines) + "\n"
+
+
 def crf() -> str:
     lines = [
         "| training set | ranks | iterations (stopped by) | final objective | relative to 1 rank "
@@ -281,7 +344,7 @@ def main() -> None:
     ap.add_argument(
         "--readme",
         type=Path,
-        help="README to update (perceptrons, seeds, c_over_r, converged, crf, speed)",
+        help="README to update (perceptrons, seeds, c_over_r, converged, paper, crf, speed)",
     )
     args = ap.parse_args()
     sections = (
@@ -289,6 +352,7 @@ def main() -> None:
         ("seeds", seeds()),
         ("c_over_r", c_over_r()),
         ("converged", converged()),
+        ("paper", paper()),
         ("crf", crf()),
         ("speed", speed()),
     )
