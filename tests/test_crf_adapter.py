@@ -26,10 +26,15 @@ from structperc.crf.adapter import (
     to_log_potentials,
 )
 from structperc.crf.chain import ScaledLinearChain
-from structperc.crf.semiring import ScaledLogSemiring, get_semiring, pair_product
+from structperc.crf.semiring import (
+    ScaledLogSemiring,
+    SequentialLogSemiring,
+    get_semiring,
+    pair_product,
+)
 
 SETTINGS = settings(max_examples=50, deadline=None)
-SEMIRINGS = [LogSemiring, ScaledLogSemiring]
+SEMIRINGS = [LogSemiring, ScaledLogSemiring, SequentialLogSemiring]
 
 
 def score(pot: torch.Tensor, path: tuple[int, ...]) -> float:
@@ -88,7 +93,7 @@ def sequential_logz(pot: torch.Tensor, n: int) -> float:
 # ---------------------------------------------------------------------------------------------
 # against brute force
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("semiring", SEMIRINGS, ids=["log", "scaled"])
+@pytest.mark.parametrize("semiring", SEMIRINGS, ids=["log", "scaled", "sequential"])
 @SETTINGS
 @given(problems())
 def test_log_partition_and_marginals_match_enumeration(semiring, problem):
@@ -221,7 +226,7 @@ def test_padding_garbage_is_ignored():
 # long documents, large scores
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("scale", [1.0, 30.0, 100.0])
-@pytest.mark.parametrize("semiring", SEMIRINGS, ids=["log", "scaled"])
+@pytest.mark.parametrize("semiring", SEMIRINGS, ids=["log", "scaled", "sequential"])
 def test_long_documents_are_stable(semiring, scale):
     gen = torch.Generator().manual_seed(5)
     T, L = 1500, 9

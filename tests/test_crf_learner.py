@@ -188,7 +188,7 @@ def test_length_buckets_respect_the_budget_and_cover_every_document():
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("packed", [False, True], ids=["buckets", "packed"])
 @pytest.mark.parametrize("edges", [True, False])
-@pytest.mark.parametrize("semiring", ["log", "scaled"])
+@pytest.mark.parametrize("semiring", ["log", "scaled", "sequential", "auto"])
 def test_objective_matches_brute_force(semiring, edges, packed):
     features, labels, names = toy_problem(4)
     weights = random_weights(12, names, edges=edges)
@@ -503,7 +503,7 @@ def test_sigusr1_stops_after_the_current_iteration():
     assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL  # the handler is restored
 
 
-@pytest.mark.parametrize("semiring", ["log", "scaled"])
+@pytest.mark.parametrize("semiring", ["log", "scaled", "sequential"])
 @pytest.mark.parametrize(
     "lengths", [[1, 12, 3, 1, 7, 5, 2], [1] * 12, [14]], ids=["mixed", "all-one", "one"]
 )

@@ -4,6 +4,8 @@
              log Z, marginals, path scores and log-probabilities (n-best lists for reranking).
 ``semiring`` a log semiring whose matrix products go through BLAS (faster than torch-struct's).
 ``chain``    torch-struct's linear-chain scan over that product, without its chart's logaddexp.
+``sequential`` torch-struct's linear chain scanned position by position (scaled forward-backward).
+``row_edges`` edge features: torch-struct's edges of packed rows straight from the token scores.
 ``packing``  documents end to end in rows that fill the scan's chart (no padding).
 ``transition`` ``features.edges=false``: torch-struct's edges from node scores and one matrix.
 ``support``  ``learner.support=observed``: the (feature, label) pairs seen in training (CRFsuite's).

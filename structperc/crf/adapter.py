@@ -38,7 +38,8 @@ from torch import Tensor
 from torch_struct import LinearChain, LogSemiring
 
 from structperc.crf.chain import ScaledLinearChain
-from structperc.crf.semiring import NEG, ScaledLogSemiring
+from structperc.crf.semiring import NEG, ScaledLogSemiring, SequentialLogSemiring
+from structperc.crf.sequential import SequentialLinearChain
 from structperc.decode.scores import check_potentials, path_scores
 
 
@@ -134,12 +135,20 @@ def log_partition_of_edges(
     edges: Tensor, ts_lengths: Tensor, semiring: type[LogSemiring] = LogSemiring
 ) -> Tensor:
     """log Z [B] of torch-struct edges [B, N-1, L, L] (to, from) with lengths [B] >= 2
-    (``to_log_potentials``'s layout): ``ScaledLinearChain`` for the scaled semiring, torch-struct's
-    ``LinearChain`` otherwise.  torch-struct marks ``edges`` as requiring grad: pass a tensor
-    made for the call (autograd's or a fresh one)."""
-    scaled = isinstance(semiring, type) and issubclass(semiring, ScaledLogSemiring)
-    chain = ScaledLinearChain(semiring) if scaled else LinearChain(semiring)
-    return chain.sum(edges, lengths=ts_lengths)
+    (``to_log_potentials``'s layout): ``ScaledLinearChain`` for the scaled semiring,
+    ``SequentialLinearChain`` for the sequential one, torch-struct's ``LinearChain`` otherwise.
+    torch-struct marks ``edges`` as requiring grad: pass a tensor made for the call (autograd's
+    or a fresh one)."""
+    return chain_for(semiring).sum(edges, lengths=ts_lengths)
+
+
+def chain_for(semiring: type[LogSemiring]) -> LinearChain:
+    """The torch-struct linear chain that scans with ``semiring`` (``log_partition_of_edges``)."""
+    if isinstance(semiring, type) and issubclass(semiring, SequentialLogSemiring):
+        return SequentialLinearChain(semiring)
+    if isinstance(semiring, type) and issubclass(semiring, ScaledLogSemiring):
+        return ScaledLinearChain(semiring)
+    return LinearChain(semiring)
 
 
 def marginals(

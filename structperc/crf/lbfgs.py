@@ -174,7 +174,10 @@ class LBFGSTraining(Optimization):
         )
         self.index = index.to(device)
         self.buckets = self.training_buckets(
-            self.learner.dp_batch_tokens, with_index=False, packed=self.learner.pack
+            self.learner.dp_batch_tokens,
+            with_index=False,
+            packed=self.learner.pack,
+            sequential=self.learner.semiring == "sequential",
         )
         self.tables = tables = weights.dense_tables  # (updated in place)
         self.support = None

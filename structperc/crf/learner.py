@@ -25,9 +25,10 @@ on the objective summed during the epoch), or after ``min(max_iterations, traine
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from structperc.crf.lbfgs import LBFGSTraining
+from structperc.crf.objective import resolve_semiring
 from structperc.crf.optimization import StopRequest
 from structperc.crf.semiring import get_semiring
 from structperc.crf.sgd import SGDTraining
@@ -56,7 +57,13 @@ class CRF(Learner):
             powers of two); False: buckets of documents of similar length.
         support: ``"all"``: every (feature, label) weight; ``"observed"`` (L-BFGS only): the
             pairs seen in training, the others fixed at 0 (CRFsuite's model; ``support.py``).
-        semiring: ``"scaled"`` (``ScaledLogSemiring``, fast) or ``"log"`` (torch-struct's own).
+        semiring: how the DP scans: ``"scaled"`` (``ScaledLogSemiring``: torch-struct's binary
+            tree with BLAS products, buckets of ``dp_batch_tokens``), ``"sequential"``
+            (``sequential.SequentialLinearChain``: the forward algorithm over one bucket of every
+            row, L^2 work a position; with edge features the edges come straight from the token
+            scores, ``row_edges.py``), ``"log"`` (torch-struct's own), or ``"auto"``: sequential
+            for L-BFGS with edge features, scaled otherwise (``resolved``: its small buckets
+            keep the peak memory of ``features.edges=false`` low).
         dtype: floating type of the DP (``"float64"``: exact log Z over 1,000-token documents).
 
     Cost of one L-BFGS iteration: ~1 evaluation = 2 lookups + 2 transposed lookups over all
@@ -79,7 +86,7 @@ class CRF(Learner):
     dp_batch_tokens: int = 8000
     pack: bool = True
     support: str = "all"
-    semiring: str = "scaled"
+    semiring: str = "auto"
     dtype: str = "float64"
 
     def _validate(self) -> None:
@@ -93,7 +100,14 @@ class CRF(Learner):
             raise ValueError("learner.support=observed needs learner.optimizer=lbfgs")
         if self.dtype not in ("float32", "float64"):
             raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
-        get_semiring(self.semiring)
+        if self.semiring != "auto":
+            get_semiring(self.semiring)
+
+    def resolved(self, edges: bool) -> CRF:
+        """This learner with ``semiring="auto"`` made concrete for a model with (``edges``) or
+        without edge features: ``"sequential"`` for L-BFGS with edge features, else
+        ``"scaled"``."""
+        return replace(self, semiring=resolve_semiring(self.semiring, edges, self.optimizer))
 
     def fit(
         self,
@@ -131,7 +145,7 @@ class CRF(Learner):
         optimization = LBFGSTraining if self.optimizer == "lbfgs" else SGDTraining
         with StopRequest() as stop:
             run = optimization(
-                self,
+                self.resolved(updater.weights.edges),
                 updater.weights,
                 data.features,
                 data.labels,

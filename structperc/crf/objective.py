@@ -24,6 +24,7 @@ from torch import Tensor
 from structperc.crf.adapter import nll
 from structperc.crf.lookup import TransposedIndex, lookup
 from structperc.crf.packing import pack_documents, packed_batch, row_tokens
+from structperc.crf.row_edges import RowLayout, row_nll
 from structperc.crf.semiring import get_semiring
 from structperc.crf.transition import transition_nll
 from structperc.distributed import SERIAL, Group
@@ -85,11 +86,21 @@ def length_buckets(lengths: list[int], budget: int) -> list[list[int]]:
     return buckets
 
 
-def packed_groups(lengths: list[int], budget: int) -> list[list[list[int]]]:
+def packed_groups(
+    lengths: list[int], budget: int, sequential: bool = False
+) -> list[list[list[int]]]:
     """Rows of documents end to end (``packing.pack_documents``), ``budget // row length``
-    rows (at least one) to a bucket."""
+    rows (at least one) to a bucket.
+
+    ``sequential``: the DP scans position by position (``sequential.py``), so its steps are the
+    row length whatever the number of rows: rows as long as the longest document, all in one
+    bucket (``budget`` is not read).
+    """
     if not lengths:  # an empty shard (more ranks than documents)
         return []
+    if sequential:
+        rows = pack_documents(lengths, max(max(lengths), 2))
+        return [rows]
     capacity = row_tokens(lengths)
     rows = pack_documents(lengths, capacity)
     per = max(1, budget // capacity)
@@ -105,19 +116,21 @@ def make_buckets(
     num_features: int,
     device: str | torch.device,
     packed: bool = False,
+    sequential: bool = False,
 ) -> list[Bucket]:
     """``Bucket``s of all documents of ``features`` (gold ``labels`` [N] over all tokens).
 
     ``packed``: the bucket's sequences are rows of several documents end to end (``packing.py``:
     the same objective and gradient with a third less DP work on CoNLL-2003); else documents of
-    similar length, one a sequence.
+    similar length, one a sequence.  ``sequential``: packed rows for the sequential scan
+    (``packed_groups``).
     """
     doc_offsets = features.doc_offsets
     lengths = (doc_offsets[1:] - doc_offsets[:-1]).tolist()
     if packed:
         layouts = [
             (packed_batch(features, rows), [d for row in rows for d in row])
-            for rows in packed_groups(lengths, budget)
+            for rows in packed_groups(lengths, budget, sequential)
         ]
     else:
         layouts = [(make_batch(features, docs), docs) for docs in length_buckets(lengths, budget)]
@@ -153,6 +166,15 @@ def dtype_of(name: str) -> torch.dtype:
     return torch.float64 if name == "float64" else torch.float32
 
 
+def resolve_semiring(name: str, edges: bool, optimizer: str = "lbfgs") -> str:
+    """``learner.semiring``, with ``"auto"`` made concrete: ``"sequential"`` for L-BFGS with
+    edge features (one bucket of every row: its steps are the row length), else ``"scaled"``
+    (buckets of ``dp_batch_tokens``: the lower peak memory of ``features.edges=false``)."""
+    if name != "auto":
+        return name
+    return "sequential" if edges and optimizer == "lbfgs" else "scaled"
+
+
 def bucket_loss(
     learner: CRFSettings,
     scores: Tensor,
@@ -167,9 +189,12 @@ def bucket_loss(
         ``transition`` [1, L*L] the one transition matrix every token shares.
     """
     L = num_labels
-    semiring = get_semiring(learner.semiring)
+    name = resolve_semiring(learner.semiring, edges=transition is None)
+    semiring = get_semiring(name)
     if transition is not None:  # straight into torch-struct's layout (crf/transition.py)
         return transition_nll(scores, transition, bucket.batch, bucket.labels, semiring)
+    if name == "sequential":  # edges from the token scores (crf/row_edges.py)
+        return row_nll(scores, RowLayout.of(bucket.batch, bucket.labels, L))
     edge = scores[:, L:].reshape(-1, L, L)
     potentials = chain_potentials(scores[:, :L], edge, bucket.batch)  # [B, T, L, L]
     return nll(potentials, bucket.batch.lengths, bucket.gold, semiring).sum()

@@ -97,7 +97,7 @@ class Optimization:
         self.group = group  # the ranks whose shards (``features``) make up the training set
 
     def training_buckets(
-        self, budget: int, *, with_index: bool, packed: bool = False
+        self, budget: int, *, with_index: bool, packed: bool = False, sequential: bool = False
     ) -> list[Bucket]:
         """``make_buckets`` of the training documents, ``budget`` padded tokens each."""
         return make_buckets(
@@ -108,6 +108,7 @@ class Optimization:
             num_features=self.weights.num_features,
             device=self.device,
             packed=packed,
+            sequential=sequential,
         )
 
     def iteration(self, k: int) -> Iteration:

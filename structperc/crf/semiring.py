@@ -118,7 +118,13 @@ class ScaledLogSemiring(LogSemiring):
         return _ScaledProduct.apply(a, b)
 
 
-SEMIRINGS = {"log": LogSemiring, "scaled": ScaledLogSemiring}
+class SequentialLogSemiring(LogSemiring):
+    """The log semiring, scanned position by position: ``sequential.SequentialLinearChain``'s
+    scaled forward-backward (L^2 work a position instead of the tree scan's L^3).  Its own
+    operations are torch-struct's ``LogSemiring``'s; the name selects the chain."""
+
+
+SEMIRINGS = {"log": LogSemiring, "scaled": ScaledLogSemiring, "sequential": SequentialLogSemiring}
 
 
 def get_semiring(name: str) -> type[LogSemiring]:

@@ -1,0 +1,149 @@
+"""torch-struct's edges of packed rows straight from the token scores, with their gradient
+written out: the CRF with edge features on ``sequential.SequentialLinearChain``.
+
+With node scores S [N, L] and edge scores A [N, L, L] (from, to) of a bucket's tokens, the
+potentials of ``model.weights.chain_potentials`` are
+
+    pot[t, i, j] = S[t, j] + A[t, i, j]     (t not a document's first token),
+    pot[t, i, j] = S[t, j]                  (t a document's first token: no previous label),
+
+and ``adapter.to_log_potentials`` turns a batch of them into torch-struct's edges
+[B, N-1, L(to), L(from)], the first token's scores folded into edge 0:
+
+    edge[b, p-1, j, i] = pot[t, i, j] + [p = 1] S[t0_b, i]      (token t at position p >= 1 of
+                                                                 row b, t0_b the row's first).
+
+Built through autograd on one bucket of the whole training set, that chain (a padded [B, T, L, L]
+potentials tensor, its transposed copy, slices and masks) costs more in its backward pass (zero
+tensors of the full size for every slice) than the sequential scan itself.  ``RowEdges`` writes
+the edges in one ``index_copy`` (time-major, the layout the scan reads) and its backward gathers
+the edge marginals back to the tokens in one ``index_select``:
+
+    dS[t, j] = sum_i G[p-1, b, j, i]  (+ sum_j' G[0, b, j', j] for a row's first token),
+    dA[t, i, j] = G[p-1, b, j, i]     (0 for a document's first token),
+
+G the gradient of the edges.  It also returns the gold score s(y*) (node scores of the gold
+labels plus the edge scores of consecutive gold labels inside each document), whose gradient is
+the gold labels' indicators, added in place.  ``row_nll`` = log Z - s(y*) equals ``adapter.nll``
+of ``chain_potentials`` (tests compare both and their gradients).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from structperc.crf.semiring import NEG, SequentialLogSemiring
+from structperc.crf.sequential import SequentialLinearChain
+from structperc.model.batch import FeatureBatch
+
+
+@dataclass
+class RowLayout:
+    """Where a bucket's tokens go in the time-major edges [K * B] (K = T - 1 edges a row).
+
+    slot:      [N] long, (p - 1) * B + b for a token at position p >= 1 of row b; K * B (a spare
+               slot) for a row's first token.
+    starts:    [B] long, the token at position 0 of each row.
+    firsts:    [D] long, every document's first token (``batch.first_token``).
+    gold_node: [N] long, flat index t * (L + L^2) + y*_t of the gold node score of every token.
+    gold_edge: [N - D] long, flat index of the gold edge score of every token that has a
+               previous label in its document.
+    lengths:   [B] long row lengths, at least 2.
+    singles:   [S] long, the rows of one token: they get ``adapter``'s dummy second position
+               (edge 0 allows only label 0 after the first token: every path one completion).
+    """
+
+    slot: Tensor
+    starts: Tensor
+    firsts: Tensor
+    gold_node: Tensor
+    gold_edge: Tensor
+    lengths: Tensor
+    singles: Tensor
+    rows: int
+    edges: int
+
+    @classmethod
+    def of(cls, batch: FeatureBatch, labels: Tensor, num_labels: int) -> RowLayout:
+        """The layout of ``batch`` (lengths, first_token, flat_positions; tokens in row order)
+        with gold ``labels`` [N]."""
+        L, width = num_labels, num_labels + num_labels * num_labels
+        B, T = batch.num_docs, max(batch.max_length, 2)
+        K = T - 1
+        flat = batch.flat_positions
+        row, pos = flat // batch.max_length, flat % batch.max_length
+        slot = torch.where(pos >= 1, (pos - 1) * B + row, K * B)
+        starts = (pos == 0).nonzero().squeeze(1)
+        N = len(labels)
+        tokens = torch.arange(N, device=labels.device)
+        inside = torch.ones(N, dtype=torch.bool, device=labels.device)
+        inside[batch.first_token] = False
+        k = inside.nonzero().squeeze(1)
+        gold_edge = k * width + L + labels[k - 1] * L + labels[k]
+        return cls(
+            slot=slot,
+            starts=starts[row[starts].argsort()],
+            firsts=batch.first_token,
+            gold_node=tokens * width + labels,
+            gold_edge=gold_edge,
+            lengths=batch.lengths.clamp(min=2),
+            singles=(batch.lengths == 1).nonzero().squeeze(1),
+            rows=B,
+            edges=K,
+        )
+
+
+class RowEdges(torch.autograd.Function):
+    """scores [N, L + L^2] -> (torch-struct edges [B, K, L, L] (to, from), a view of a
+    time-major tensor; the gold score s(y*), a scalar) (module docstring)."""
+
+    @staticmethod
+    def forward(ctx, scores: Tensor, layout: RowLayout) -> tuple[Tensor, Tensor]:
+        N, width = scores.shape
+        L = int(round((4 * width + 1) ** 0.5 - 1)) // 2  # width = L + L^2
+        B, K = layout.rows, layout.edges
+        node = scores[:, :L]
+        pot = scores[:, L:].view(N, L, L) + node.unsqueeze(1)  # (from, to)
+        pot[layout.firsts] = node[layout.firsts].unsqueeze(1)
+        # memory (from, to), time-major, + the spare slot of the rows' first tokens; the edges
+        # are its (to, from) view: the scan's products read either orientation
+        edges = scores.new_zeros(K * B + 1, L, L)
+        edges.index_copy_(0, layout.slot, pot)
+        edges = edges[: K * B].view(K, B, L, L)
+        edges[0] += node[layout.starts].unsqueeze(2)  # the start scores S[t0_b, from]
+        edges[0, layout.singles, :, 1:] = NEG  # one-token rows: the dummy edge (to 0 only)
+        flat = scores.view(-1)
+        gold = flat[layout.gold_node].sum() + flat[layout.gold_edge].sum()
+        ctx.layout, ctx.shape = layout, scores.shape
+        return edges.transpose(-1, -2).transpose(0, 1), gold
+
+    @staticmethod
+    def backward(ctx, g_edges: Tensor, g_gold: Tensor) -> tuple[Tensor, None]:
+        layout = ctx.layout
+        N, width = ctx.shape
+        L = int(round((4 * width + 1) ** 0.5 - 1)) // 2
+        B, K = layout.rows, layout.edges
+        grad = g_edges.new_empty(N, width)
+        G = g_edges.transpose(0, 1).transpose(-1, -2).reshape(K * B, L, L)  # (from, to)
+        slot = layout.slot.clamp(max=K * B - 1)
+        per_token = G.index_select(0, slot)  # [N, L(from), L(to)]
+        per_token[layout.starts] = 0.0  # a row's first token has no edge of its own
+        grad[:, :L] = per_token.sum(dim=1)
+        grad[layout.starts, :L] += G[:B].sum(dim=2)  # edge 0's start scores: sum over to
+        per_token[layout.firsts] = 0.0  # a document's first token: no edge scores
+        grad[:, L:].view(N, L, L).copy_(per_token)
+        flat = grad.view(-1)
+        flat.index_add_(0, layout.gold_node, g_gold.expand(len(layout.gold_node)))
+        flat.index_add_(0, layout.gold_edge, g_gold.expand(len(layout.gold_edge)))
+        return grad, None
+
+
+def row_nll(scores: Tensor, layout: RowLayout) -> Tensor:
+    """sum_d -log p(y*_d | x_d) over a bucket's rows (scalar), from token scores [N, L + L^2]
+    (node, then edge flattened (from, to)), by ``SequentialLinearChain``."""
+    edges, gold = RowEdges.apply(scores, layout)
+    logz = SequentialLinearChain(SequentialLogSemiring).sum(edges, lengths=layout.lengths)
+    return logz.sum() - gold

@@ -1,0 +1,174 @@
+"""structperc.crf.sequential / row_edges: the forward algorithm as torch-struct's linear chain,
+the edges of packed rows from token scores, ``semiring="auto"`` and the allocator setting.
+
+(The brute-force checks of the sequential scan run in test_crf_adapter.py and
+test_crf_learner.py, parametrised over every semiring.)"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from test_crf_learner import objective_of, random_weights, toy_problem
+from torch_struct import LinearChain, LogSemiring
+
+from structperc.crf.adapter import nll
+from structperc.crf.learner import CRF
+from structperc.crf.objective import packed_groups, resolve_semiring
+from structperc.crf.packing import pack_documents, packed_batch, row_tokens
+from structperc.crf.row_edges import RowLayout, row_nll
+from structperc.crf.sequential import SequentialLinearChain, backward_scan, forward_scan
+from structperc.model.batch import make_batch
+from structperc.model.weights import chain_potentials
+
+
+@pytest.mark.parametrize("full", [True, False], ids=["full", "ragged"])
+def test_sequential_chain_equals_torch_structs_linear_chain(full):
+    """log Z and marginals of torch-struct's own scan, with and without padding, with the
+    edges stored (to, from) or transposed in memory, and with garbage past each length."""
+    torch.manual_seed(2)
+    for B, N, L in [(3, 9, 4), (5, 13, 3), (2, 2, 5), (4, 17, 9), (1, 33, 9), (6, 5, 2)]:
+        edges = torch.randn(B, N - 1, L, L, dtype=torch.float64) * 3
+        lengths = torch.full((B,), N) if full else torch.randint(2, N + 1, (B,))
+        lengths[0] = N
+        want = LinearChain(LogSemiring).sum(edges.clone(), lengths=lengths)
+        want_m = LinearChain(LogSemiring).marginals(edges.clone(), lengths=lengths)
+        transposed = edges.transpose(-1, -2).contiguous().transpose(-1, -2)
+        dirty = edges.clone()
+        for b, n in enumerate(lengths.tolist()):
+            dirty[b, n - 1 :] = 50.0 * torch.randn_like(dirty[b, n - 1 :])
+        for x in (edges.clone(), transposed, dirty):
+            got = SequentialLinearChain(LogSemiring).sum(x.clone(), lengths=lengths)
+            torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-10)
+            got_m = SequentialLinearChain(LogSemiring).marginals(x.clone(), lengths=lengths)
+            torch.testing.assert_close(got_m, want_m, rtol=0, atol=1e-12)
+
+
+def test_scan_by_hand():
+    """Two positions, two labels: log Z = logsumexp over the four pairs; the marginals are the
+    pairs' probabilities; the gradient is scaled by the upstream g."""
+    e = torch.tensor([[[[0.0, 1.0], [2.0, 3.0]]]], dtype=torch.float64)  # [1, 1, 2(to), 2(from)]
+    logz, saved = forward_scan(e, torch.tensor([2]))
+    assert float(logz[0]) == pytest.approx(float(torch.logsumexp(e.view(-1), 0)), abs=1e-14)
+    mu = backward_scan(torch.tensor([2.0], dtype=torch.float64), saved)
+    torch.testing.assert_close(mu, 2.0 * torch.softmax(e.view(-1), 0).view(1, 1, 2, 2))
+
+
+def test_underflowing_scale_stays_finite():
+    """An edge matrix whose scores spread by 1e5 (torch-struct's log-zero) gives finite log Z
+    and marginals; entries at the zero get marginal 0."""
+    NEG = -1e5
+    # (to, from): 0 -> 0, then 0 -> 1 is the one path with a score above the zero
+    e = torch.tensor([[[[0.0, NEG], [NEG, NEG]], [[NEG, NEG], [0.0, NEG]]]], dtype=torch.float64)
+    lengths = torch.tensor([3])
+    got = SequentialLinearChain(LogSemiring).sum(e.clone(), lengths=lengths).detach()
+    assert float(got[0]) == pytest.approx(0.0, abs=1e-12)
+    m = SequentialLinearChain(LogSemiring).marginals(e.clone(), lengths=lengths).detach()
+    assert bool(torch.isfinite(m).all())
+    assert float(m[0, 0, 0, 0]) == pytest.approx(1.0) and float(m[0, 1, 1, 0]) == pytest.approx(1.0)
+    assert float(m.sum()) == pytest.approx(2.0)
+    # no path at all above the zero: clamped, finite, not NaN
+    dead = torch.tensor([[[[0.0, NEG], [NEG, NEG]], [[NEG, 0.0], [NEG, NEG]]]], dtype=torch.float64)
+    z = SequentialLinearChain(LogSemiring).sum(dead.clone(), lengths=lengths).detach()
+    assert bool(torch.isfinite(z).all()) and float(z[0]) < -700
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [[1, 12, 3, 1, 7, 5, 2], [1] * 12, [14], [3, 1, 4, 2]],
+    ids=["mixed", "all-one", "one", "short"],
+)
+def test_row_nll_equals_nll_of_chain_potentials(lengths):
+    """crf/row_edges.py: the edges written from token scores give the nll and the gradient of
+    the [B, T, L, L] potentials route through torch-struct's LinearChain, on plain batches and
+    on packed rows (of 2^k + 1 tokens and of the longest document), with one-token documents."""
+    features, labels, _ = toy_problem(8, lengths=lengths, L=4)
+    L = 4
+    gen = torch.Generator().manual_seed(3)
+    scores0 = torch.randn(features.num_tokens, L + L * L, generator=gen, dtype=torch.float64)
+    docs = list(range(features.num_docs))
+    layouts = [(make_batch(features, docs), docs)]
+    for capacity in (row_tokens(lengths) if max(lengths) > 1 else 1, max(max(lengths), 2)):
+        rows = pack_documents(lengths, capacity)
+        layouts.append((packed_batch(features, rows), [d for row in rows for d in row]))
+    for batch, doc_order in layouts:
+        order = torch.cat(
+            [
+                torch.arange(int(features.doc_offsets[d]), int(features.doc_offsets[d + 1]))
+                for d in doc_order
+            ]
+        )
+        y = labels[order]
+        a = scores0[order].clone().requires_grad_()
+        b = scores0[order].clone().requires_grad_()
+        got = row_nll(a, RowLayout.of(batch, y, L))
+        pot = chain_potentials(b[:, :L], b[:, L:].reshape(-1, L, L), batch)
+        want = nll(pot, batch.lengths, batch.pad(y)).sum()
+        assert float(got.detach()) == pytest.approx(float(want.detach()), rel=1e-12)
+        got.backward()
+        want.backward()
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-10, atol=1e-12)
+
+
+def test_row_edges_gradcheck():
+    features, labels, _ = toy_problem(4, lengths=[3, 1, 2], L=2)
+    rows = pack_documents([3, 1, 2], 3)
+    batch = packed_batch(features, rows)
+    order = torch.cat(
+        [
+            torch.arange(int(features.doc_offsets[d]), int(features.doc_offsets[d + 1]))
+            for row in rows
+            for d in row
+        ]
+    )
+    layout = RowLayout.of(batch, labels[order], 2)
+    scores = torch.randn(len(order), 6, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda s: row_nll(s, layout), (scores,))
+
+
+def test_sequential_packing_is_one_bucket_of_the_longest_rows():
+    lengths = [5, 3, 9, 2, 2, 7, 1]
+    (rows,) = packed_groups(lengths, budget=4, sequential=True)
+    assert sorted(d for row in rows for d in row) == list(range(len(lengths)))
+    assert max(sum(lengths[d] for d in row) for row in rows) <= 9  # the longest document
+    assert len(packed_groups(lengths, budget=4)) > 1  # the tree scan's buckets
+
+
+@pytest.mark.parametrize("edges", [True, False])
+def test_sequential_objective_equals_scaled(edges):
+    """The objective and gradient of the sequential scan (one bucket of packed rows) equal the
+    tree scan's (buckets) within rounding."""
+    features, labels, names = toy_problem(6, docs=10)
+    weights = random_weights(12, names, edges=edges)
+    f_s, n_s, g_s, e_s = objective_of(CRF(sigma2=2.0, semiring="scaled"), weights, features, labels)
+    seq = CRF(sigma2=2.0, semiring="sequential")
+    f_q, n_q, g_q, e_q = objective_of(seq, weights, features, labels, packed=True)
+    assert f_q == pytest.approx(f_s, rel=1e-12) and e_q == e_s
+    for a, b in zip(g_q, g_s, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_auto_semiring():
+    assert CRF().semiring == "auto"
+    assert CRF().resolved(edges=True).semiring == "sequential"
+    assert CRF().resolved(edges=False).semiring == "scaled"
+    assert CRF(optimizer="sgd").resolved(edges=True).semiring == "scaled"
+    assert CRF(semiring="log").resolved(edges=True).semiring == "log"
+    assert resolve_semiring("sequential", edges=False) == "sequential"
+    with pytest.raises(ValueError, match="unknown semiring 'tree'"):
+        CRF(semiring="tree")._validate()
+
+
+@pytest.mark.parametrize("preset", [None, "0"])
+def test_import_sets_the_huge_page_allocator(preset):
+    """Importing structperc asks torch's allocator for huge pages unless the user chose."""
+    env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
+    if preset is not None:
+        env["THP_MEM_ALLOC_ENABLE"] = preset
+    code = "import os, structperc; print(os.environ['THP_MEM_ALLOC_ENABLE'])"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == (preset or "1")
