@@ -59,6 +59,8 @@ class Bucket:
     labels: [N_b] long gold labels of the bucket's tokens (batch token order).
     tokens: [N_b] long positions of the bucket's tokens in the whole training set.
     index:  X^T of the bucket's tokens (mini-batch training only).
+    layout: where its tokens go in the sequential scan's edges (``row_edges.RowLayout``), made
+            by ``bucket_loss`` on first use and kept (it depends on the layout alone).
     """
 
     batch: FeatureBatch
@@ -66,6 +68,7 @@ class Bucket:
     labels: Tensor
     tokens: Tensor
     index: TransposedIndex | None = None
+    layout: RowLayout | None = None
 
 
 def length_buckets(lengths: list[int], budget: int) -> list[list[int]]:
@@ -194,10 +197,42 @@ def bucket_loss(
     if transition is not None:  # straight into torch-struct's layout (crf/transition.py)
         return transition_nll(scores, transition, bucket.batch, bucket.labels, semiring)
     if name == "sequential":  # edges from the token scores (crf/row_edges.py)
-        return row_nll(scores, RowLayout.of(bucket.batch, bucket.labels, L))
+        if bucket.layout is None:
+            bucket.layout = RowLayout.of(bucket.batch, bucket.labels, L)
+        return row_nll(scores, bucket.layout)
     edge = scores[:, L:].reshape(-1, L, L)
     potentials = chain_potentials(scores[:, :L], edge, bucket.batch)  # [B, T, L, L]
     return nll(potentials, bucket.batch.lengths, bucket.gold, semiring).sum()
+
+
+def reads_in_place(
+    learner: CRFSettings, weights: ChainWeights, bucket: Bucket, num_tokens: int
+) -> bool:
+    """The sequential scan with edge features over a bucket of every token: it reads the
+    lookup's token scores as they are (``whole_set_loss``)."""
+    sequential = resolve_semiring(learner.semiring, edges=weights.edges) == "sequential"
+    return sequential and weights.edges and len(bucket.tokens) == num_tokens
+
+
+def whole_set_loss(
+    scores: Tensor, bucket: Bucket, num_labels: int, dtype: torch.dtype
+) -> tuple[float, Tensor, int]:
+    """sum_d nll_d of a bucket holding every token, its gradient [N, L + L*L] with respect to
+    ``scores`` [N, L + L*L] (the lookup's, in their own order and type: no gathered copy, the DP
+    in ``dtype``), and the posterior errors."""
+    if bucket.layout is None or len(bucket.layout.labels) != len(scores):
+        bucket.layout = RowLayout.of(
+            bucket.batch, bucket.labels, num_labels, bucket.tokens, len(scores)
+        )
+    s = scores.detach().requires_grad_(True)
+    with torch.enable_grad():
+        loss = row_nll(s, bucket.layout, dtype)
+        loss.backward()
+    return (
+        float(loss.detach()),
+        s.grad,
+        posterior_errors(s.grad[:, :num_labels], bucket.layout.labels),
+    )
 
 
 def posterior_errors(node_grad: Tensor, labels: Tensor) -> int:
@@ -238,6 +273,10 @@ def full_objective(
     grad_scores = torch.zeros_like(scores)
     total, errors = 0.0, 0
     for bucket in buckets:
+        if reads_in_place(learner, weights, bucket, len(scores)):
+            loss, grad_scores, err = whole_set_loss(scores, bucket, L, dtype)
+            total, errors = total + loss, errors + err
+            continue
         s = scores[bucket.tokens].to(dtype).requires_grad_(True)  # [N_b, L (+ L*L)]
         t = None if transition is None else transition.clone().requires_grad_(True)
         with torch.enable_grad():

@@ -51,9 +51,19 @@ class RowLayout:
     gold_node: [N] long, flat index t * (L + L^2) + y*_t of the gold node score of every token.
     gold_edge: [N - D] long, flat index of the gold edge score of every token that has a
                previous label in its document.
+    gold_node_at, gold_edge_at: the same gold scores as flat indices into [N, L] node and
+               [N, L, L] (from, to) edge gradients.
     lengths:   [B] long row lengths, at least 2.
     singles:   [S] long, the rows of one token: they get ``adapter``'s dummy second position
                (edge 0 allows only label 0 after the first token: every path one completion).
+    padding:   [P] long, the slots past each row's length (set to 0: the scan reads them).
+    labels:    [N] long gold labels in the order of the token scores the layout addresses.
+
+    Token indices (``slot``, ``starts``, ``firsts``, the gold indices) address the batch's own
+    token order, or with ``of(..., tokens=, num_tokens=)`` a score tensor of ``num_tokens``
+    tokens (the whole training set) in which the batch's tokens sit at ``tokens``: the one
+    bucket of the sequential scan then reads the lookup's scores as they are, without a
+    gathered copy.
     """
 
     slot: Tensor
@@ -61,15 +71,27 @@ class RowLayout:
     firsts: Tensor
     gold_node: Tensor
     gold_edge: Tensor
+    gold_node_at: Tensor
+    gold_edge_at: Tensor
     lengths: Tensor
     singles: Tensor
+    padding: Tensor
+    labels: Tensor
     rows: int
     edges: int
 
     @classmethod
-    def of(cls, batch: FeatureBatch, labels: Tensor, num_labels: int) -> RowLayout:
+    def of(
+        cls,
+        batch: FeatureBatch,
+        labels: Tensor,
+        num_labels: int,
+        tokens: Tensor | None = None,
+        num_tokens: int | None = None,
+    ) -> RowLayout:
         """The layout of ``batch`` (lengths, first_token, flat_positions; tokens in row order)
-        with gold ``labels`` [N]."""
+        with gold ``labels`` [N]; ``tokens`` [N]: where the batch's tokens sit among
+        ``num_tokens`` scores (class docstring)."""
         L, width = num_labels, num_labels + num_labels * num_labels
         B, T = batch.num_docs, max(batch.max_length, 2)
         K = T - 1
@@ -78,19 +100,42 @@ class RowLayout:
         slot = torch.where(pos >= 1, (pos - 1) * B + row, K * B)
         starts = (pos == 0).nonzero().squeeze(1)
         N = len(labels)
-        tokens = torch.arange(N, device=labels.device)
+        own = torch.arange(N, device=labels.device)
         inside = torch.ones(N, dtype=torch.bool, device=labels.device)
         inside[batch.first_token] = False
         k = inside.nonzero().squeeze(1)
         gold_edge = k * width + L + labels[k - 1] * L + labels[k]
+        filled = torch.zeros(K * B + 1, dtype=torch.bool, device=labels.device)
+        filled[slot] = True
+        starts = starts[row[starts].argsort()]
+        firsts = batch.first_token
+        gold_node = own * width + labels
+        pair = labels[k - 1] * L + labels[k]  # (from, to)
+        at = own
+        ordered = labels
+        if num_tokens is not None:  # address the whole score tensor
+            where = (tokens if tokens is not None else own).to(labels.device)
+            slot_of = slot
+            slot = torch.full((num_tokens,), K * B, dtype=torch.long, device=labels.device)
+            slot[where] = slot_of
+            starts, firsts = where[starts], where[firsts]
+            gold_node = where * width + labels
+            gold_edge = where[k] * width + L + pair
+            at = where
+            ordered = torch.full((num_tokens,), -1, dtype=labels.dtype, device=labels.device)
+            ordered[where] = labels
         return cls(
             slot=slot,
-            starts=starts[row[starts].argsort()],
-            firsts=batch.first_token,
-            gold_node=tokens * width + labels,
+            starts=starts,
+            firsts=firsts,
+            gold_node=gold_node,
             gold_edge=gold_edge,
+            gold_node_at=at * L + labels,
+            gold_edge_at=at[k] * (L * L) + pair,
             lengths=batch.lengths.clamp(min=2),
             singles=(batch.lengths == 1).nonzero().squeeze(1),
+            padding=(~filled[: K * B]).nonzero().squeeze(1),
+            labels=ordered,
             rows=B,
             edges=K,
         )
@@ -101,49 +146,58 @@ class RowEdges(torch.autograd.Function):
     time-major tensor; the gold score s(y*), a scalar) (module docstring)."""
 
     @staticmethod
-    def forward(ctx, scores: Tensor, layout: RowLayout) -> tuple[Tensor, Tensor]:
+    def forward(
+        ctx, scores: Tensor, layout: RowLayout, dtype: torch.dtype | None = None
+    ) -> tuple[Tensor, Tensor]:
         N, width = scores.shape
         L = int(round((4 * width + 1) ** 0.5 - 1)) // 2  # width = L + L^2
         B, K = layout.rows, layout.edges
+        dtype = dtype or scores.dtype  # the DP's (the scores' own: float32 tables)
         node = scores[:, :L]
-        pot = scores[:, L:].view(N, L, L) + node.unsqueeze(1)  # (from, to)
-        pot[layout.firsts] = node[layout.firsts].unsqueeze(1)
+        pot = scores.new_empty(N, L, L, dtype=dtype)  # (from, to)
+        torch.add(scores[:, L:].view(N, L, L).to(dtype), node.unsqueeze(1).to(dtype), out=pot)
+        pot[layout.firsts] = node[layout.firsts].unsqueeze(1).to(dtype)
         # memory (from, to), time-major, + the spare slot of the rows' first tokens; the edges
         # are its (to, from) view: the scan's products read either orientation
-        edges = scores.new_zeros(K * B + 1, L, L)
+        edges = pot.new_empty(K * B + 1, L, L)
+        edges[layout.padding] = 0.0
         edges.index_copy_(0, layout.slot, pot)
         edges = edges[: K * B].view(K, B, L, L)
         edges[0] += node[layout.starts].unsqueeze(2)  # the start scores S[t0_b, from]
         edges[0, layout.singles, :, 1:] = NEG  # one-token rows: the dummy edge (to 0 only)
         flat = scores.view(-1)
-        gold = flat[layout.gold_node].sum() + flat[layout.gold_edge].sum()
-        ctx.layout, ctx.shape = layout, scores.shape
+        gold = flat[layout.gold_node].to(dtype).sum() + flat[layout.gold_edge].to(dtype).sum()
+        ctx.layout, ctx.shape, ctx.dtype = layout, scores.shape, scores.dtype
         return edges.transpose(-1, -2).transpose(0, 1), gold
 
     @staticmethod
-    def backward(ctx, g_edges: Tensor, g_gold: Tensor) -> tuple[Tensor, None]:
+    def backward(ctx, g_edges: Tensor, g_gold: Tensor) -> tuple[Tensor, None, None]:
         layout = ctx.layout
         N, width = ctx.shape
         L = int(round((4 * width + 1) ** 0.5 - 1)) // 2
         B, K = layout.rows, layout.edges
-        grad = g_edges.new_empty(N, width)
+        grad = g_edges.new_empty(N, width, dtype=ctx.dtype)  # the scores' type
         G = g_edges.transpose(0, 1).transpose(-1, -2).reshape(K * B, L, L)  # (from, to)
         slot = layout.slot.clamp(max=K * B - 1)
         per_token = G.index_select(0, slot)  # [N, L(from), L(to)]
         per_token[layout.starts] = 0.0  # a row's first token has no edge of its own
-        grad[:, :L] = per_token.sum(dim=1)
-        grad[layout.starts, :L] += G[:B].sum(dim=2)  # edge 0's start scores: sum over to
+        node = per_token.sum(dim=1)
+        node[layout.starts] += G[:B].sum(dim=2)  # edge 0's start scores: sum over to
         per_token[layout.firsts] = 0.0  # a document's first token: no edge scores
+        # the gold indicators in the DP's type, before the cast: a marginal near 1 minus 1
+        # keeps its digits (in float32 it would round to 0)
+        g = g_gold.to(node.dtype)
+        node.view(-1).index_add_(0, layout.gold_node_at, g.expand(len(layout.gold_node_at)))
+        per_token.view(-1).index_add_(0, layout.gold_edge_at, g.expand(len(layout.gold_edge_at)))
+        grad[:, :L] = node
         grad[:, L:].view(N, L, L).copy_(per_token)
-        flat = grad.view(-1)
-        flat.index_add_(0, layout.gold_node, g_gold.expand(len(layout.gold_node)))
-        flat.index_add_(0, layout.gold_edge, g_gold.expand(len(layout.gold_edge)))
-        return grad, None
+        return grad, None, None
 
 
-def row_nll(scores: Tensor, layout: RowLayout) -> Tensor:
+def row_nll(scores: Tensor, layout: RowLayout, dtype: torch.dtype | None = None) -> Tensor:
     """sum_d -log p(y*_d | x_d) over a bucket's rows (scalar), from token scores [N, L + L^2]
-    (node, then edge flattened (from, to)), by ``SequentialLinearChain``."""
-    edges, gold = RowEdges.apply(scores, layout)
+    (node, then edge flattened (from, to)), by ``SequentialLinearChain`` with the DP in
+    ``dtype`` (default: the scores'); the gradient comes back in the scores' type."""
+    edges, gold = RowEdges.apply(scores, layout, dtype)
     logz = SequentialLinearChain(SequentialLogSemiring).sum(edges, lengths=layout.lengths)
     return logz.sum() - gold
