@@ -60,7 +60,7 @@ DEFAULTS = {
     "iterations": 5,
     "repeats": 1,
     "sigma2": 100.0,
-    "semiring": "scaled",
+    "semiring": "auto",  # learner.semiring's default: sequential with edge features, else scaled
     "dtype": "float64",
     "support": "all",  # learner.support: all | observed (CRFsuite's (attribute, label) pairs)
     "crfsuite_full": False,
@@ -334,6 +334,19 @@ SUPPORT_TEXT = {
 }
 
 
+SCAN_TEXT = {
+    "auto": "`semiring=auto`: the edge-feature column runs the sequential scan (the forward "
+    "algorithm, O(N L²) like CRFsuite's recursion, over one bucket of every row, "
+    "`crf/sequential.py`), the `edges=false` column torch-struct's O(N L³) tree scan in "
+    "buckets (its lower peak memory).",
+    "sequential": "Both structperc columns run the sequential scan (O(N L²), like CRFsuite).",
+    "scaled": "Both structperc columns run torch-struct's O(N L³) tree scan where CRFsuite runs "
+    "an O(N L²) recursion.",
+    "log": "Both structperc columns run torch-struct's own O(N L³) scan where CRFsuite runs an "
+    "O(N L²) recursion.",
+}
+
+
 def render(section: dict) -> list[str]:
     s, cfg = section["summary"], section["config"]
     sp, cs = s.get("structperc", {}), s.get("crfsuite", {})
@@ -397,9 +410,10 @@ def render(section: dict) -> list[str]:
         "worker, and at the end of training, before it decodes the test set (structperc at its "
         "default batch of 256 documents, CRFsuite one document at a time). With "
         "`features.edges=false` structperc's model is CRFsuite's (node features and a "
-        "transition matrix); the edge features add 81 weights per surface feature. Both "
-        "structperc columns run torch-struct's O(N L³) scan where CRFsuite runs an O(N L²) "
-        "recursion.",
+        "transition matrix); the edge features add 81 weights per surface feature. "
+        f"{SCAN_TEXT.get(cfg['semiring'], '')} structperc imports with torch's huge-page "
+        "allocator on (`THP_MEM_ALLOC_ENABLE=1`, `structperc/__init__.py`), and its workers "
+        "run with it as every entry point does.",
         "",
     ]
     run_ = section.get("structperc_full_run")

@@ -26,6 +26,7 @@ from structperc.crf.lookup import TransposedIndex, lookup
 from structperc.crf.packing import pack_documents, packed_batch, row_tokens
 from structperc.crf.row_edges import RowLayout, row_nll
 from structperc.crf.semiring import get_semiring
+from structperc.crf.sequential import Workspace
 from structperc.crf.transition import transition_nll
 from structperc.distributed import SERIAL, Group
 from structperc.features.extract import FeatureMatrix
@@ -224,6 +225,7 @@ def whole_set_loss(
         bucket.layout = RowLayout.of(
             bucket.batch, bucket.labels, num_labels, bucket.tokens, len(scores)
         )
+        bucket.layout.workspace = Workspace()  # the same buffers at every evaluation
     s = scores.detach().requires_grad_(True)
     with torch.enable_grad():
         loss = row_nll(s, bucket.layout, dtype)

@@ -30,13 +30,13 @@ of ``chain_potentials`` (tests compare both and their gradients).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
 from structperc.crf.semiring import NEG, SequentialLogSemiring
-from structperc.crf.sequential import SequentialLinearChain
+from structperc.crf.sequential import SequentialLinearChain, Workspace
 from structperc.model.batch import FeatureBatch
 
 
@@ -58,6 +58,9 @@ class RowLayout:
                (edge 0 allows only label 0 after the first token: every path one completion).
     padding:   [P] long, the slots past each row's length (set to 0: the scan reads them).
     labels:    [N] long gold labels in the order of the token scores the layout addresses.
+    workspace: buffers of ``row_nll`` on this layout reused from one call to the next
+               (``sequential.Workspace``: what a call returns is then valid until the next
+               call; the CRF's objective sets one), or None: fresh tensors every call.
 
     Token indices (``slot``, ``starts``, ``firsts``, the gold indices) address the batch's own
     token order, or with ``of(..., tokens=, num_tokens=)`` a score tensor of ``num_tokens``
@@ -79,6 +82,7 @@ class RowLayout:
     labels: Tensor
     rows: int
     edges: int
+    workspace: Workspace | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(
@@ -153,20 +157,23 @@ class RowEdges(torch.autograd.Function):
         L = int(round((4 * width + 1) ** 0.5 - 1)) // 2  # width = L + L^2
         B, K = layout.rows, layout.edges
         dtype = dtype or scores.dtype  # the DP's (the scores' own: float32 tables)
-        node = scores[:, :L]
-        pot = scores.new_empty(N, L, L, dtype=dtype)  # (from, to)
-        torch.add(scores[:, L:].view(N, L, L).to(dtype), node.unsqueeze(1).to(dtype), out=pot)
-        pot[layout.firsts] = node[layout.firsts].unsqueeze(1).to(dtype)
+        ws = layout.workspace or Workspace()
+        exact = ws.empty("scores", (N, width), scores, dtype)  # node + edge summed in dtype:
+        exact.copy_(scores)  # in float32 the sums' rounding stalled L-BFGS near the optimum
+        node = exact[:, :L]
+        pot = ws.empty("pot", (N, L, L), exact)  # (from, to)
+        torch.add(exact[:, L:].view(N, L, L), node.unsqueeze(1), out=pot)
+        pot[layout.firsts] = node[layout.firsts].unsqueeze(1)
         # memory (from, to), time-major, + the spare slot of the rows' first tokens; the edges
         # are its (to, from) view: the scan's products read either orientation
-        edges = pot.new_empty(K * B + 1, L, L)
+        edges = ws.empty("edges", (K * B + 1, L, L), exact)
         edges[layout.padding] = 0.0
         edges.index_copy_(0, layout.slot, pot)
         edges = edges[: K * B].view(K, B, L, L)
         edges[0] += node[layout.starts].unsqueeze(2)  # the start scores S[t0_b, from]
         edges[0, layout.singles, :, 1:] = NEG  # one-token rows: the dummy edge (to 0 only)
-        flat = scores.view(-1)
-        gold = flat[layout.gold_node].to(dtype).sum() + flat[layout.gold_edge].to(dtype).sum()
+        flat = exact.view(-1)
+        gold = flat[layout.gold_node].sum() + flat[layout.gold_edge].sum()
         ctx.layout, ctx.shape, ctx.dtype = layout, scores.shape, scores.dtype
         return edges.transpose(-1, -2).transpose(0, 1), gold
 
@@ -176,10 +183,12 @@ class RowEdges(torch.autograd.Function):
         N, width = ctx.shape
         L = int(round((4 * width + 1) ** 0.5 - 1)) // 2
         B, K = layout.rows, layout.edges
-        grad = g_edges.new_empty(N, width, dtype=ctx.dtype)  # the scores' type
+        ws = layout.workspace or Workspace()
+        grad = ws.empty("grad", (N, width), g_edges, ctx.dtype)  # the scores' type
         G = g_edges.transpose(0, 1).transpose(-1, -2).reshape(K * B, L, L)  # (from, to)
         slot = layout.slot.clamp(max=K * B - 1)
-        per_token = G.index_select(0, slot)  # [N, L(from), L(to)]
+        per_token = ws.empty("per_token", (N, L, L), G)  # [N, L(from), L(to)]
+        torch.index_select(G, 0, slot, out=per_token)
         per_token[layout.starts] = 0.0  # a row's first token has no edge of its own
         node = per_token.sum(dim=1)
         node[layout.starts] += G[:B].sum(dim=2)  # edge 0's start scores: sum over to
@@ -197,7 +206,9 @@ class RowEdges(torch.autograd.Function):
 def row_nll(scores: Tensor, layout: RowLayout, dtype: torch.dtype | None = None) -> Tensor:
     """sum_d -log p(y*_d | x_d) over a bucket's rows (scalar), from token scores [N, L + L^2]
     (node, then edge flattened (from, to)), by ``SequentialLinearChain`` with the DP in
-    ``dtype`` (default: the scores'); the gradient comes back in the scores' type."""
+    ``dtype`` (default: the scores'); the gradient comes back in the scores' type (in the
+    layout's workspace if it has one: valid until the next call on the same layout)."""
     edges, gold = RowEdges.apply(scores, layout, dtype)
-    logz = SequentialLinearChain(SequentialLogSemiring).sum(edges, lengths=layout.lengths)
+    chain = SequentialLinearChain(SequentialLogSemiring, workspace=layout.workspace)
+    logz = chain.sum(edges, lengths=layout.lengths)
     return logz.sum() - gold
