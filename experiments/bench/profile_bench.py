@@ -372,10 +372,12 @@ def crf_targets() -> list[tuple[str, object, str]]:
     import structperc.crf.lbfgs as lbfgs_mod
     import structperc.crf.objective as objective_mod
     import structperc.crf.semiring as semiring_mod
+    import structperc.crf.sequential as sequential_mod
     import structperc.crf.transition as transition_mod
     from structperc.crf.chain import ScaledLinearChain
     from structperc.crf.lbfgs import LBFGS
     from structperc.crf.lookup import _Lookup
+    from structperc.crf.row_edges import RowEdges
 
     vector = "L-BFGS: other vector ops (two-loop -g and scaling, s = t d, y = g' - g)"
     layout = "DP: torch-struct layout (to_log_potentials; edges=false: transition_log_potentials)"
@@ -391,6 +393,11 @@ def crf_targets() -> list[tuple[str, object, str]]:
         (layout, adapter_mod, "to_log_potentials"),
         ("DP forward: the scan (ScaledLinearChain)", ScaledLinearChain, "logpartition"),
         ("DP forward: pair products (semiring.scaled_product)", semiring_mod, "scaled_product"),
+        ("DP: edges of packed rows from token scores (RowEdges.forward)", RowEdges, "forward"),
+        ("DP forward: the sequential scan (forward_scan)", sequential_mod, "forward_scan"),
+        ("DP backward: the sequential scan (backward_scan)", sequential_mod, "backward_scan"),
+        ("DP backward: marginals back to the tokens (RowEdges.backward)", RowEdges, "backward"),
+        ("DP backward: autograd of the sequential path (autograd.grad)", torch.autograd, "grad"),
         (layout, transition_mod, "transition_log_potentials"),
         (gold, adapter_mod, "path_scores"),
         (gold, transition_mod, "gold_scores"),
