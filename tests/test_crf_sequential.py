@@ -157,6 +157,9 @@ def test_auto_semiring():
     assert CRF().resolved(edges=False).semiring == "scaled"
     assert CRF(optimizer="sgd").resolved(edges=True).semiring == "scaled"
     assert CRF(semiring="log").resolved(edges=True).semiring == "log"
+    # an accelerator keeps the tree scan (log-depth steps; the sequential scan's are launches)
+    assert CRF().resolved(edges=True, device="cuda").semiring == "scaled"
+    assert resolve_semiring("auto", edges=True, device=torch.device("cpu")) == "sequential"
     assert resolve_semiring("sequential", edges=False) == "sequential"
     with pytest.raises(ValueError, match="unknown semiring 'tree'"):
         CRF(semiring="tree")._validate()

@@ -18,7 +18,8 @@ of the model every bench section starts from: the averaged perceptron of
   shared model and non-local ones from zero, without BPM (as ``proposed_bench.py``).  A first
   epoch (not measured) caches the batches and the documents' non-local indexes.
 * ``crf``: one L-BFGS iteration of ``conf/learner/crf.yaml`` (sigma^2 = 100, its default
-  ``semiring=auto``: the sequential scan with edge features, the tree scan without; float64 DP) from zero weights: ``LBFGSTraining.iteration``, the loop body of ``CRF.fit``.
+  ``semiring=auto``: the sequential scan with edge features, the tree scan without; float64
+  DP) from zero weights: ``LBFGSTraining.iteration``, the loop body of ``CRF.fit``.
   Iteration 1 (its line search tries several steps) is not measured; the measured one is
   iteration 2.
 

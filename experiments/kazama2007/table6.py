@@ -256,7 +256,7 @@ def main() -> None:
     ap.add_argument(
         "--readme",
         type=Path,
-        help="README to update (sections table6, table6_converged, rerank_grid, rerank_lists, table7)",
+        help="README to update (table6, table6_converged, rerank_grid, rerank_lists, table7)",
     )
     args = ap.parse_args()
     tables = {

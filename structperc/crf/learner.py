@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import torch
+
 from structperc.crf.lbfgs import LBFGSTraining
 from structperc.crf.objective import resolve_semiring
 from structperc.crf.optimization import StopRequest
@@ -62,8 +64,9 @@ class CRF(Learner):
             (``sequential.SequentialLinearChain``: the forward algorithm over one bucket of every
             row, L^2 work a position; with edge features the edges come straight from the token
             scores, ``row_edges.py``), ``"log"`` (torch-struct's own), or ``"auto"``: sequential
-            for L-BFGS with edge features, scaled otherwise (``resolved``: its small buckets
-            keep the peak memory of ``features.edges=false`` low).
+            for L-BFGS with edge features on a CPU, scaled otherwise (``resolved``: its small
+            buckets keep the peak memory of ``features.edges=false`` low, and its log-depth
+            steps suit an accelerator).
         dtype: floating type of the DP (``"float64"``: exact log Z over 1,000-token documents).
 
     Cost of one L-BFGS iteration: ~1 evaluation = 2 lookups + 2 transposed lookups over all
@@ -103,11 +106,12 @@ class CRF(Learner):
         if self.semiring != "auto":
             get_semiring(self.semiring)
 
-    def resolved(self, edges: bool) -> CRF:
+    def resolved(self, edges: bool, device: str | torch.device = "cpu") -> CRF:
         """This learner with ``semiring="auto"`` made concrete for a model with (``edges``) or
-        without edge features: ``"sequential"`` for L-BFGS with edge features, else
-        ``"scaled"``."""
-        return replace(self, semiring=resolve_semiring(self.semiring, edges, self.optimizer))
+        without edge features on ``device``: ``"sequential"`` for L-BFGS with edge features on
+        a CPU, else ``"scaled"`` (``objective.resolve_semiring``)."""
+        semiring = resolve_semiring(self.semiring, edges, self.optimizer, device)
+        return replace(self, semiring=semiring)
 
     def fit(
         self,
@@ -145,7 +149,7 @@ class CRF(Learner):
         optimization = LBFGSTraining if self.optimizer == "lbfgs" else SGDTraining
         with StopRequest() as stop:
             run = optimization(
-                self.resolved(updater.weights.edges),
+                self.resolved(updater.weights.edges, settings.device),
                 updater.weights,
                 data.features,
                 data.labels,

@@ -170,13 +170,18 @@ def dtype_of(name: str) -> torch.dtype:
     return torch.float64 if name == "float64" else torch.float32
 
 
-def resolve_semiring(name: str, edges: bool, optimizer: str = "lbfgs") -> str:
+def resolve_semiring(
+    name: str, edges: bool, optimizer: str = "lbfgs", device: str | torch.device = "cpu"
+) -> str:
     """``learner.semiring``, with ``"auto"`` made concrete: ``"sequential"`` for L-BFGS with
-    edge features (one bucket of every row: its steps are the row length), else ``"scaled"``
-    (buckets of ``dp_batch_tokens``: the lower peak memory of ``features.edges=false``)."""
+    edge features on a CPU (one bucket of every row: its steps are the row length), else
+    ``"scaled"``: buckets of ``dp_batch_tokens`` (the lower peak memory of
+    ``features.edges=false``), and on an accelerator the tree scan's log-depth steps (measured
+    on an H100, ``experiments/bench/gpu/``) where the sequential scan's steps are launches."""
     if name != "auto":
         return name
-    return "sequential" if edges and optimizer == "lbfgs" else "scaled"
+    cpu = torch.device(device).type == "cpu"
+    return "sequential" if edges and optimizer == "lbfgs" and cpu else "scaled"
 
 
 def bucket_loss(
@@ -193,7 +198,7 @@ def bucket_loss(
         ``transition`` [1, L*L] the one transition matrix every token shares.
     """
     L = num_labels
-    name = resolve_semiring(learner.semiring, edges=transition is None)
+    name = resolve_semiring(learner.semiring, edges=transition is None, device=scores.device)
     semiring = get_semiring(name)
     if transition is not None:  # straight into torch-struct's layout (crf/transition.py)
         return transition_nll(scores, transition, bucket.batch, bucket.labels, semiring)
@@ -211,7 +216,8 @@ def reads_in_place(
 ) -> bool:
     """The sequential scan with edge features over a bucket of every token: it reads the
     lookup's token scores as they are (``whole_set_loss``)."""
-    sequential = resolve_semiring(learner.semiring, edges=weights.edges) == "sequential"
+    device = bucket.tokens.device
+    sequential = resolve_semiring(learner.semiring, weights.edges, device=device) == "sequential"
     return sequential and weights.edges and len(bucket.tokens) == num_tokens
 
 
