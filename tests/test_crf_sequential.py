@@ -175,3 +175,18 @@ def test_import_sets_the_huge_page_allocator(preset):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == (preset or "1")
+
+
+@pytest.mark.parametrize("edges", [True, False])
+def test_lbfgs_training_lays_out_buckets_for_the_resolved_scan(edges):
+    """``LBFGSTraining`` resolves ``semiring="auto"`` itself (a caller need not): with edge
+    features one bucket of rows for the sequential scan, without them the tree scan's buckets."""
+    from structperc.crf.lbfgs import LBFGSTraining
+
+    features, labels, names = toy_problem(6, docs=30)
+    weights = random_weights(12, names, edges=edges)
+    run = LBFGSTraining(CRF(dp_batch_tokens=16), weights, features, labels, 0, "cpu", False)
+    if edges:
+        assert len(run.buckets) == 1 and len(run.buckets[0].tokens) == features.num_tokens
+    else:
+        assert len(run.buckets) > 1

@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from structperc.crf.lookup import TransposedIndex
-from structperc.crf.objective import features_cpu, full_objective
+from structperc.crf.objective import features_cpu, full_objective, resolve_semiring
 from structperc.crf.optimization import Iteration, Optimization
 from structperc.crf.support import Support
 from structperc.features.extract import FeatureMatrix
@@ -173,11 +173,12 @@ class LBFGSTraining(Optimization):
             self.features.ids.cpu(), self.features.offsets.cpu(), weights.num_features
         )
         self.index = index.to(device)
+        scan = resolve_semiring(self.learner.semiring, weights.edges, "lbfgs", device)
         self.buckets = self.training_buckets(
             self.learner.dp_batch_tokens,
             with_index=False,
             packed=self.learner.pack,
-            sequential=self.learner.semiring == "sequential",
+            sequential=scan == "sequential",
         )
         self.tables = tables = weights.dense_tables  # (updated in place)
         self.support = None
