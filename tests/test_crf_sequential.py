@@ -1,14 +1,10 @@
 """structperc.crf.sequential / row_edges: the forward algorithm as torch-struct's linear chain,
-the edges of packed rows from token scores, ``semiring="auto"`` and the allocator setting.
+the edges of packed rows from token scores, ``semiring="auto"``.
 
 (The brute-force checks of the sequential scan run in test_crf_adapter.py and
 test_crf_learner.py, parametrised over every semiring.)"""
 
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -163,18 +159,6 @@ def test_auto_semiring():
     assert resolve_semiring("sequential", edges=False) == "sequential"
     with pytest.raises(ValueError, match="unknown semiring 'tree'"):
         CRF(semiring="tree")._validate()
-
-
-@pytest.mark.parametrize("preset", [None, "0"])
-def test_import_sets_the_huge_page_allocator(preset):
-    """Importing structperc asks torch's allocator for huge pages unless the user chose."""
-    env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
-    if preset is not None:
-        env["THP_MEM_ALLOC_ENABLE"] = preset
-    code = "import os, structperc; print(os.environ['THP_MEM_ALLOC_ENABLE'])"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == (preset or "1")
 
 
 @pytest.mark.parametrize("edges", [True, False])

@@ -318,9 +318,6 @@ def run_worker(script: Path, name: str, cfg: dict) -> dict:
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = str(cfg.get("threads", 1))
     env["PYTHONHASHSEED"] = "0"
-    # what importing structperc sets before torch (structperc/__init__.py): a worker may import
-    # torch first, so its allocator gets the setting from here
-    env.setdefault("THP_MEM_ALLOC_ENABLE", "1")
     with tempfile.TemporaryDirectory(prefix="structperc-bench-") as tmp:
         result = Path(tmp) / "result.json"
         cmd = [sys.executable, str(script), "--worker", name]

@@ -411,9 +411,7 @@ def render(section: dict) -> list[str]:
         "default batch of 256 documents, CRFsuite one document at a time). With "
         "`features.edges=false` structperc's model is CRFsuite's (node features and a "
         "transition matrix); the edge features add 81 weights per surface feature. "
-        f"{SCAN_TEXT.get(cfg['semiring'], '')} structperc imports with torch's huge-page "
-        "allocator on (`THP_MEM_ALLOC_ENABLE=1`, `structperc/__init__.py`), and its workers "
-        "run with it as every entry point does.",
+        f"{SCAN_TEXT.get(cfg['semiring'], '')}",
         "",
     ]
     run_ = section.get("structperc_full_run")
