@@ -318,15 +318,22 @@ def test_scaled_product_and_its_backward_equal_torch_structs_log_matmul():
     assert bool(torch.isfinite(out).all()) and bool(torch.isfinite(grad).all())
 
 
-@pytest.mark.parametrize("full", [True, False], ids=["full", "ragged"])
-def test_scaled_linear_chain_equals_torch_structs_linear_chain(full):
-    """Same log Z and marginals as torch-struct's own scan, with and without padding; the
-    full-chart path (no padding) and the padded path agree too."""
+def random_chains(full: bool):
+    """torch-struct chains (edges [B, N-1, L, L] (to, from), lengths [B]) of several shapes,
+    every chain full (``full``) or of random lengths, the first always full."""
     torch.manual_seed(2)
     for B, N, L in [(3, 9, 4), (5, 13, 3), (2, 2, 5), (4, 17, 9), (1, 33, 9), (6, 5, 2)]:
         edges = torch.randn(B, N - 1, L, L, dtype=torch.float64) * 3
         lengths = torch.full((B,), N) if full else torch.randint(2, N + 1, (B,))
         lengths[0] = N
+        yield edges, lengths
+
+
+@pytest.mark.parametrize("full", [True, False], ids=["full", "ragged"])
+def test_scaled_linear_chain_equals_torch_structs_linear_chain(full):
+    """Same log Z and marginals as torch-struct's own scan, with and without padding; the
+    full-chart path (no padding) and the padded path agree too."""
+    for edges, lengths in random_chains(full):
         want = LinearChain(LogSemiring).sum(edges.clone(), lengths=lengths)
         got = ScaledLinearChain(ScaledLogSemiring).sum(edges.clone(), lengths=lengths)
         torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-10)

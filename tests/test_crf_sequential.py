@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_crf_adapter import random_chains
 from test_crf_learner import objective_of, random_weights, toy_problem
 from torch_struct import LinearChain, LogSemiring
 
@@ -25,11 +26,7 @@ from structperc.model.weights import chain_potentials
 def test_sequential_chain_equals_torch_structs_linear_chain(full):
     """log Z and marginals of torch-struct's own scan, with and without padding, with the
     edges stored (to, from) or transposed in memory, and with garbage past each length."""
-    torch.manual_seed(2)
-    for B, N, L in [(3, 9, 4), (5, 13, 3), (2, 2, 5), (4, 17, 9), (1, 33, 9), (6, 5, 2)]:
-        edges = torch.randn(B, N - 1, L, L, dtype=torch.float64) * 3
-        lengths = torch.full((B,), N) if full else torch.randint(2, N + 1, (B,))
-        lengths[0] = N
+    for edges, lengths in random_chains(full):
         want = LinearChain(LogSemiring).sum(edges.clone(), lengths=lengths)
         want_m = LinearChain(LogSemiring).marginals(edges.clone(), lengths=lengths)
         transposed = edges.transpose(-1, -2).contiguous().transpose(-1, -2)
