@@ -14,7 +14,8 @@ from torch_struct import LinearChain, LogSemiring
 
 from structperc.crf.adapter import nll
 from structperc.crf.learner import CRF
-from structperc.crf.objective import packed_groups, resolve_semiring
+from structperc.crf.lookup import TransposedIndex
+from structperc.crf.objective import full_objective, make_buckets, packed_groups, resolve_semiring
 from structperc.crf.packing import pack_documents, packed_batch, row_tokens
 from structperc.crf.row_edges import RowLayout, row_nll
 from structperc.crf.sequential import SequentialLinearChain, backward_scan, forward_scan
@@ -138,10 +139,30 @@ def test_sequential_objective_equals_scaled(edges):
     weights = random_weights(12, names, edges=edges)
     f_s, n_s, g_s, e_s = objective_of(CRF(sigma2=2.0, semiring="scaled"), weights, features, labels)
     seq = CRF(sigma2=2.0, semiring="sequential")
-    f_q, n_q, g_q, e_q = objective_of(seq, weights, features, labels, packed=True)
-    assert f_q == pytest.approx(f_s, rel=1e-12) and e_q == e_s
-    for a, b in zip(g_q, g_s, strict=True):
-        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+    index = TransposedIndex.build(features.ids, features.offsets, weights.num_features)
+    # packed buckets of 16 tokens (row_nll on gathered copies), and the one bucket of every row
+    # that reads the lookup's scores in place (objective.whole_set_loss), evaluated twice: the
+    # second evaluation reuses the bucket's workspace
+    several = make_buckets(
+        features, labels, 16, with_index=False, num_features=12, device="cpu", packed=True
+    )
+    one = make_buckets(
+        features,
+        labels,
+        16,
+        with_index=False,
+        num_features=12,
+        device="cpu",
+        packed=True,
+        sequential=True,
+    )
+    assert len(several) > 1 and len(one) == 1
+    for buckets in (several, one, one):
+        f_q, n_q, g_q, e_q = full_objective(seq, weights, features, index, buckets)
+        assert f_q == pytest.approx(f_s, rel=1e-12) and e_q == e_s
+        for a, b in zip(g_q, g_s, strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+    assert (one[0].layout is not None) == edges  # the in-place path ran with edge features
 
 
 def test_auto_semiring():

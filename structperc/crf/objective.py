@@ -235,12 +235,9 @@ def whole_set_loss(
     s = scores.detach().requires_grad_(True)
     with torch.enable_grad():
         loss = row_nll(s, bucket.layout, dtype)
-        loss.backward()
-    return (
-        float(loss.detach()),
-        s.grad,
-        posterior_errors(s.grad[:, :num_labels], bucket.layout.labels),
-    )
+        # the workspace's buffer itself (``.grad`` through backward() would be a copy of it)
+        (grad,) = torch.autograd.grad(loss, s)
+    return float(loss.detach()), grad, posterior_errors(grad[:, :num_labels], bucket.layout.labels)
 
 
 def posterior_errors(node_grad: Tensor, labels: Tensor) -> int:
@@ -278,7 +275,7 @@ def full_objective(
     if not weights.edges:  # one transition matrix: its gradient is summed per bucket
         transition = leaves[1].detach().to(dtype)  # [1, L*L]
         grad_transition = torch.zeros_like(transition)
-    grad_scores = torch.zeros_like(scores)
+    grad_scores = None  # made on the first bucket that does not read the scores in place
     total, errors = 0.0, 0
     for bucket in buckets:
         if reads_in_place(learner, weights, bucket, len(scores)):
@@ -290,12 +287,16 @@ def full_objective(
         with torch.enable_grad():
             loss = bucket_loss(learner, s, bucket, L, t)
             loss.backward()
+        if grad_scores is None:
+            grad_scores = torch.zeros_like(scores)
         grad_scores[bucket.tokens] = s.grad.to(grad_scores.dtype)
         if t is not None:
             grad_transition += t.grad
         total += float(loss.detach())
         errors += posterior_errors(s.grad[:, :L], bucket.labels)
-    torch.autograd.backward(token_scores, grad_scores)
+    torch.autograd.backward(
+        token_scores, torch.zeros_like(scores) if grad_scores is None else grad_scores
+    )
     if not weights.edges:
         leaves[1].grad = grad_transition.to(leaves[1].dtype)
     grads = [leaf.grad.to_dense() if leaf.grad.is_sparse else leaf.grad for leaf in leaves]

@@ -58,6 +58,7 @@ class RowLayout:
                (edge 0 allows only label 0 after the first token: every path one completion).
     padding:   [P] long, the slots past each row's length (set to 0: the scan reads them).
     labels:    [N] long gold labels in the order of the token scores the layout addresses.
+    num_labels, rows, edges: L, B and K (T - 1).
     workspace: buffers of ``row_nll`` on this layout reused from one call to the next
                (``sequential.Workspace``: what a call returns is then valid until the next
                call; the CRF's objective sets one), or None: fresh tensors every call.
@@ -80,6 +81,7 @@ class RowLayout:
     singles: Tensor
     padding: Tensor
     labels: Tensor
+    num_labels: int
     rows: int
     edges: int
     workspace: Workspace | None = field(default=None, repr=False, compare=False)
@@ -96,6 +98,8 @@ class RowLayout:
         """The layout of ``batch`` (lengths, first_token, flat_positions; tokens in row order)
         with gold ``labels`` [N]; ``tokens`` [N]: where the batch's tokens sit among
         ``num_tokens`` scores (class docstring)."""
+        if (tokens is None) != (num_tokens is None):
+            raise ValueError("RowLayout.of: give tokens and num_tokens together, or neither")
         L, width = num_labels, num_labels + num_labels * num_labels
         B, T = batch.num_docs, max(batch.max_length, 2)
         K = T - 1
@@ -103,43 +107,36 @@ class RowLayout:
         row, pos = flat // batch.max_length, flat % batch.max_length
         slot = torch.where(pos >= 1, (pos - 1) * B + row, K * B)
         starts = (pos == 0).nonzero().squeeze(1)
+        starts = starts[row[starts].argsort()]  # by row
         N = len(labels)
-        own = torch.arange(N, device=labels.device)
         inside = torch.ones(N, dtype=torch.bool, device=labels.device)
         inside[batch.first_token] = False
-        k = inside.nonzero().squeeze(1)
-        gold_edge = k * width + L + labels[k - 1] * L + labels[k]
+        k = inside.nonzero().squeeze(1)  # tokens with a previous label in their document
+        pair = labels[k - 1] * L + labels[k]  # (from, to)
         filled = torch.zeros(K * B + 1, dtype=torch.bool, device=labels.device)
         filled[slot] = True
-        starts = starts[row[starts].argsort()]
-        firsts = batch.first_token
-        gold_node = own * width + labels
-        pair = labels[k - 1] * L + labels[k]  # (from, to)
-        at = own
+        # where the batch's tokens sit in the score tensor the layout addresses
+        at = torch.arange(N, device=labels.device) if tokens is None else tokens.to(labels.device)
         ordered = labels
         if num_tokens is not None:  # address the whole score tensor
-            where = (tokens if tokens is not None else own).to(labels.device)
-            slot_of = slot
-            slot = torch.full((num_tokens,), K * B, dtype=torch.long, device=labels.device)
-            slot[where] = slot_of
-            starts, firsts = where[starts], where[firsts]
-            gold_node = where * width + labels
-            gold_edge = where[k] * width + L + pair
-            at = where
+            by_token = torch.full((num_tokens,), K * B, dtype=torch.long, device=labels.device)
+            by_token[at] = slot
+            slot = by_token
             ordered = torch.full((num_tokens,), -1, dtype=labels.dtype, device=labels.device)
-            ordered[where] = labels
+            ordered[at] = labels
         return cls(
             slot=slot,
-            starts=starts,
-            firsts=firsts,
-            gold_node=gold_node,
-            gold_edge=gold_edge,
+            starts=at[starts],
+            firsts=at[batch.first_token],
+            gold_node=at * width + labels,
+            gold_edge=at[k] * width + L + pair,
             gold_node_at=at * L + labels,
             gold_edge_at=at[k] * (L * L) + pair,
             lengths=batch.lengths.clamp(min=2),
             singles=(batch.lengths == 1).nonzero().squeeze(1),
             padding=(~filled[: K * B]).nonzero().squeeze(1),
             labels=ordered,
+            num_labels=L,
             rows=B,
             edges=K,
         )
@@ -154,8 +151,7 @@ class RowEdges(torch.autograd.Function):
         ctx, scores: Tensor, layout: RowLayout, dtype: torch.dtype | None = None
     ) -> tuple[Tensor, Tensor]:
         N, width = scores.shape
-        L = int(round((4 * width + 1) ** 0.5 - 1)) // 2  # width = L + L^2
-        B, K = layout.rows, layout.edges
+        L, B, K = layout.num_labels, layout.rows, layout.edges
         dtype = dtype or scores.dtype  # the DP's (the scores' own: float32 tables)
         ws = layout.workspace or Workspace()
         exact = ws.empty("scores", (N, width), scores, dtype)  # node + edge summed in dtype:
@@ -181,8 +177,7 @@ class RowEdges(torch.autograd.Function):
     def backward(ctx, g_edges: Tensor, g_gold: Tensor) -> tuple[Tensor, None, None]:
         layout = ctx.layout
         N, width = ctx.shape
-        L = int(round((4 * width + 1) ** 0.5 - 1)) // 2
-        B, K = layout.rows, layout.edges
+        L, B, K = layout.num_labels, layout.rows, layout.edges
         ws = layout.workspace or Workspace()
         grad = ws.empty("grad", (N, width), g_edges, ctx.dtype)  # the scores' type
         G = g_edges.transpose(0, 1).transpose(-1, -2).reshape(K * B, L, L)  # (from, to)
