@@ -284,6 +284,19 @@ def tagchunk(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
         keys[part] = feature_cache_key(extraction, files, cfg.data.max_docs) | {
             "dev_sentences": task.dev_sentences
         }
+    train_pos = task.get("chunk_train_pos", "given")
+    if train_pos != "given":  # the chunker's training POS column is the fold taggers'
+        keys["chunk"] |= {
+            "chunk_train_pos": train_pos,
+            "pos_folds": task.pos_folds,
+            "pos_tagger": {  # what decides the fold taggers' tags
+                "features": keys["pos"],
+                "learner": OmegaConf.to_container(cfg.learner, resolve=True),
+                "trainer": {k: cfg.trainer[k] for k in ("max_epochs", "tol", "patience")},
+                "shuffle": cfg.trainer.shuffle,
+                "seed": cfg.seed,
+            },
+        }
     results = run_tagchunk(
         corpus=corpus,
         pos_features=built["pos"],
@@ -298,6 +311,8 @@ def tagchunk(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
         eval_every=cfg.trainer.eval_every,
         batch_size=cfg.trainer.batch_size,
         hparams=flat_hparams(cfg),
+        chunk_train_pos=train_pos,
+        pos_folds=int(task.get("pos_folds", 5)),
     )
     return float(results["dev"]["chunk_f1"])
 

@@ -44,6 +44,18 @@ def load_tagger(
     return structure_from_model(weights, info, n=n, constraints=constraints), features
 
 
+def predict_labels(
+    model: tuple[ChainStructure | DocumentRescoring, LocalFeatures],
+    docs: list[Document],
+    batch_size: int = 64,
+    device: str = "cpu",
+) -> list[list[str]]:
+    """The labels ``model`` (``load_tagger``'s structure and features) gives ``docs``."""
+    structure, features = model
+    ids = structure.predict(ChainData(features.transform(docs), documents=docs), batch_size, device)
+    return [[structure.weights.labels[i] for i in p] for p in ids]
+
+
 class ColumnTagger:
     """POS tags, then chunk tags reading them: the two chains of a tagchunk run folder."""
 
@@ -62,15 +74,9 @@ class ColumnTagger:
             )
         return cls(load_tagger(run_dir / "pos"), load_tagger(run_dir / "chunk"), **kwargs)
 
-    def _labels(self, model, docs: list[Document]) -> list[list[str]]:
-        structure, features = model
-        data = ChainData(features.transform(docs), documents=docs)
-        ids = structure.predict(data, self.batch_size, self.device)
-        return [[structure.weights.labels[i] for i in p] for p in ids]
-
     def fill(self, docs: list[Document]) -> list[Document]:
         """Copies of ``docs`` whose POS and chunk columns are the taggers' (IOB2 chunks)."""
-        pos = self._labels(self.pos, docs)
+        pos = predict_labels(self.pos, docs, self.batch_size, self.device)
         with_pos = [with_columns(d, pos=p) for d, p in zip(docs, pos, strict=True)]
-        chunks = self._labels(self.chunk, with_pos)
+        chunks = predict_labels(self.chunk, with_pos, self.batch_size, self.device)
         return [with_columns(d, chunk=c) for d, c in zip(with_pos, chunks, strict=True)]

@@ -8,7 +8,13 @@ tagger with structperc's own learners.  Both are first-order chains trained by t
     pos/     the POS tagger: the 45 Penn Treebank tags of the data's POS column, from token
              attributes only (words, affixes, shapes; ``pos_attributes``)
     chunk/   the chunker: every CoNLL-2000 chunk type in IOB2, from the token attributes and the
-             POS tags (gold in training, the tagger's at prediction; ``chunk_attributes``)
+             POS tags (``chunk_attributes``): at prediction the tagger's; in training the data's
+             (``chunk_train_pos=given``) or the tagger's, jackknifed (``jackknife``)
+
+Jackknifing (``pos_folds`` = K): the training sentences are cut into K contiguous blocks; a POS
+tagger trained on the other K - 1 blocks tags each block, so the chunker trains on POS tags with
+the errors it will meet when it reads the tagger's output, not on the data's column (the usual
+stacking remedy for cascades; Wolpert 1992).  The fold taggers are not kept.
 
 Cascaded chains, not the joint label-chunk model: that one (``tasks/joint.py``) tags five
 collapsed POS classes and noun phrases only.  The run folder is what ``tasks.loading.ColumnTagger``
@@ -19,7 +25,9 @@ training and tagging.
 
 from __future__ import annotations
 
+import copy
 import logging
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,7 +36,7 @@ from structperc.data.document import Document
 from structperc.eval.chunks import evaluate
 from structperc.features.pipeline import LocalFeatures
 from structperc.io import atomic_write_json
-from structperc.tasks.loading import ColumnTagger
+from structperc.tasks.loading import ColumnTagger, load_tagger, predict_labels
 from structperc.tasks.tagging import run_tagging
 from structperc.train import FitSettings
 
@@ -56,6 +64,58 @@ def split_dev(corpus: dict[str, list[Document]], dev_sentences: int) -> dict[str
     return {"train": train[:-dev_sentences], "dev": train[-dev_sentences:], "test": corpus["test"]}
 
 
+CHUNK_TRAIN_POS = ("given", "jackknife")
+
+
+def fold_of(index: int, count: int, folds: int) -> int:
+    """The block (0..folds-1) of sentence ``index`` of ``count``: contiguous, sizes within one."""
+    return index * folds // count
+
+
+def jackknife_pos(
+    train: list[Document],
+    *,
+    folds: int,
+    pos_features: LocalFeatures,
+    pos_learner,
+    settings: FitSettings,
+    batch_size: int,
+) -> list[Document]:
+    """Copies of the ``train`` sentences whose POS column is a held-out tagger's: each of the
+    ``folds`` blocks tagged by a POS tagger (unfitted copies of ``pos_features`` and
+    ``pos_learner``) trained on the other blocks."""
+    if not 2 <= folds <= len(train):
+        raise ValueError(f"task.pos_folds must be in 2..{len(train)}, got {folds}")
+    pos_docs = as_pos_task(train)
+    tagged: list[list[str] | None] = [None] * len(train)
+    with tempfile.TemporaryDirectory(prefix="pos_fold") as tmp:
+        for k in range(folds):
+            held = [i for i in range(len(train)) if fold_of(i, len(train), folds) == k]
+            rest = [d for i, d in enumerate(pos_docs) if fold_of(i, len(train), folds) != k]
+            out = Path(tmp) / str(k)
+            run_tagging(
+                corpus={"train": rest},
+                features=copy.deepcopy(pos_features),
+                learner=copy.deepcopy(pos_learner),
+                out_dir=out,
+                cache_dir=None,
+                cache_key={},
+                settings=settings,
+                eval_every=0,
+                batch_size=batch_size,
+                save=True,
+                write_predictions=False,
+                hparams={},
+                checkpoint=False,
+            )
+            held_docs = [train[i] for i in held]
+            pred = predict_labels(load_tagger(out), held_docs, batch_size, settings.device)
+            for i, p in zip(held, pred, strict=True):
+                tagged[i] = p
+            log.info("POS fold %d of %d: %d sentences tagged", k + 1, folds, len(held))
+    return [with_columns(d, pos=p) for d, p in zip(train, tagged, strict=True)]
+
+
 def run_tagchunk(
     *,
     corpus: dict[str, list[Document]],
@@ -71,11 +131,21 @@ def run_tagchunk(
     eval_every: int = 1,
     batch_size: int = 64,
     hparams: dict | None = None,
+    chunk_train_pos: str = "given",
+    pos_folds: int = 5,
 ) -> dict:
-    """Train the two chains into ``out_dir/pos`` and ``out_dir/chunk``; score the cascade."""
+    """Train the two chains into ``out_dir/pos`` and ``out_dir/chunk``; score the cascade.
+
+    ``chunk_train_pos``: the POS column the chunker trains on, the data's (``given``) or a
+    ``pos_folds``-fold jackknife of the tagger's (``jackknife``, ``jackknife_pos``)."""
+    if chunk_train_pos not in CHUNK_TRAIN_POS:
+        raise ValueError(
+            f"task.chunk_train_pos must be one of {CHUNK_TRAIN_POS}, got {chunk_train_pos!r}"
+        )
     t_job = time.perf_counter()
     out_dir.mkdir(parents=True, exist_ok=True)
     splits = split_dev(corpus, dev_sentences)
+    unfitted = copy.deepcopy(pos_features), copy.deepcopy(pos_learner)
     common = dict(
         settings=settings,
         eval_every=eval_every,
@@ -93,8 +163,20 @@ def run_tagchunk(
         cache_key=cache_keys["pos"],
         **common,
     )
+    chunk_splits, jackknife_seconds = splits, 0.0
+    if chunk_train_pos == "jackknife":
+        t0 = time.perf_counter()
+        train = jackknife_pos(
+            splits["train"],
+            folds=pos_folds,
+            pos_features=unfitted[0],
+            pos_learner=unfitted[1],
+            settings=settings,
+            batch_size=batch_size,
+        )
+        chunk_splits, jackknife_seconds = splits | {"train": train}, time.perf_counter() - t0
     chunk = run_tagging(
-        corpus=splits,
+        corpus=chunk_splits,
         features=chunk_features,
         learner=chunk_learner,
         out_dir=out_dir / "chunk",
@@ -102,7 +184,11 @@ def run_tagchunk(
         **common,
     )
     tagger = ColumnTagger.load(out_dir, batch_size=batch_size, device=settings.device)
-    results: dict = {"task": "tagchunk", "train_sentences": len(splits["train"])}
+    results: dict = {
+        "task": "tagchunk",
+        "train_sentences": len(splits["train"]),
+        "chunk_train_pos": chunk_train_pos,
+    }
     for split in ("dev", "test"):
         docs = splits[split]
         blank = [with_columns(d) for d in docs]
@@ -136,6 +222,12 @@ def run_tagchunk(
         )
     results["pos_epochs"], results["chunk_epochs"] = pos["epochs"], chunk["epochs"]
     results["train_seconds"] = {"pos": pos["train_seconds"], "chunk": chunk["train_seconds"]}
+    if chunk_train_pos == "jackknife":
+        results["pos_folds"], results["train_seconds"]["jackknife"] = pos_folds, jackknife_seconds
+        train_tags = [t for d in chunk_splits["train"] for t in d.columns["pos"]]
+        given = [t for d in splits["train"] for t in d.columns["pos"]]
+        right = sum(a == b for a, b in zip(train_tags, given, strict=True))
+        results["jackknife_pos_accuracy"] = 100.0 * right / len(given)
     results["job_seconds"] = time.perf_counter() - t_job
     results["hparams"] = hparams or {}
     atomic_write_json(out_dir / "results.json", results)

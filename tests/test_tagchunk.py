@@ -1,0 +1,93 @@
+"""The tagchunk task's jackknifed training POS: every sentence tagged by a tagger that never saw it."""
+
+from __future__ import annotations
+
+import pytest
+
+import structperc.tasks.tagchunk as tagchunk
+from structperc.data.document import Document
+from structperc.features.pipeline import LocalFeatures
+from structperc.learn.perceptron import Perceptron
+from structperc.train import FitSettings
+
+
+def sentences(n: int) -> list[Document]:
+    """``n`` one-word sentences whose POS is their index, so a tag names its sentence."""
+    return [
+        Document([f"w{i}"], columns={"pos": [f"T{i}"]}, tags=["B-NP"], source=f"s:{i}")
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize(("count", "folds"), [(10, 2), (11, 3), (7, 7)])
+def test_folds_are_contiguous_blocks_of_nearly_equal_size(count, folds):
+    blocks = [tagchunk.fold_of(i, count, folds) for i in range(count)]
+    assert blocks == sorted(blocks) and set(blocks) == set(range(folds))
+    sizes = [blocks.count(k) for k in range(folds)]
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_each_block_is_tagged_by_a_tagger_trained_on_the_others(monkeypatch):
+    """The fold taggers are stand-ins that tag a word with the POS tags they trained on:
+    no sentence's own tag may come back, and every other sentence's must."""
+    trained_on: dict = {}
+
+    def fake_run_tagging(*, corpus, out_dir, **_):
+        trained_on[out_dir] = {d.tags[0] for d in corpus["train"]}  # POS task: tags = POS
+
+    def fake_predict(model, docs, batch_size, device):
+        return [["|".join(sorted(model))] for _ in docs]
+
+    monkeypatch.setattr(tagchunk, "run_tagging", fake_run_tagging)
+    monkeypatch.setattr(tagchunk, "load_tagger", lambda out: trained_on[out])
+    monkeypatch.setattr(tagchunk, "predict_labels", fake_predict)
+    train = sentences(9)
+    out = tagchunk.jackknife_pos(
+        train,
+        folds=3,
+        pos_features=LocalFeatures(gazetteer="none"),
+        pos_learner=Perceptron(average=True),
+        settings=FitSettings(max_epochs=1, progress=False),
+        batch_size=4,
+    )
+    assert len(trained_on) == 3
+    for i, (before, after) in enumerate(zip(train, out, strict=True)):
+        seen = set(after.columns["pos"][0].split("|"))
+        block = {f"T{j}" for j in range(9) if j // 3 == i // 3}
+        assert seen == {f"T{j}" for j in range(9)} - block
+        assert after.tokens == before.tokens and after.tags == before.tags
+        assert before.columns["pos"] == [f"T{i}"]  # the input is not changed
+
+
+def test_jackknife_pos_tags_real_sentences_with_the_taggers_labels():
+    words = "the cat sat on a mat".split()
+    pos = "DT NN VBD IN DT NN".split()
+    train = [
+        Document(words, columns={"pos": list(pos)}, tags=["B-NP"] * 6, source=f"s:{i}")
+        for i in range(6)
+    ]
+    out = tagchunk.jackknife_pos(
+        train,
+        folds=2,
+        pos_features=LocalFeatures(
+            attributes=["w", "wl"], bigram_attributes=[], gazetteer="none", min_count=1, edges=False
+        ),
+        pos_learner=Perceptron(average=True),
+        settings=FitSettings(max_epochs=3, progress=False),
+        batch_size=4,
+    )
+    assert [d.columns["pos"] for d in out] == [pos] * 6  # learnable: every block gets it right
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ValueError, match="pos_folds"):
+        tagchunk.jackknife_pos(
+            sentences(3), folds=1, pos_features=None, pos_learner=None,
+            settings=FitSettings(), batch_size=4,
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="chunk_train_pos"):
+        tagchunk.run_tagchunk(
+            corpus={}, pos_features=None, chunk_features=None, pos_learner=None,
+            chunk_learner=None, out_dir=None, settings=FitSettings(), dev_sentences=1,
+            cache_dir=None, cache_keys={}, chunk_train_pos="gold",
+        )  # fmt: skip
