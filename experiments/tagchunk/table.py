@@ -127,11 +127,42 @@ def token_only() -> str:
     return "\n".join(lines) + "\n"
 
 
+def agreement() -> str:
+    path = HERE / "agreement.json"
+    if not path.is_file():
+        return "(run agreement.py)\n"
+    a = json.loads(path.read_text())
+    rows = [
+        ("POS agreement, every token", a["pos_agreement"], a["tokens"]),
+        ("POS agreement, entity tokens", a["pos_agreement_entity_tokens"], a["entity_tokens"]),
+        (
+            "POS agreement, tokens of all-capital sentences",
+            a["pos_agreement_headline_tokens"],
+            a["headline_tokens"],
+        ),
+        ("chunk F1 against the given chunks", a["chunk_f1_against_given"], None),
+    ]
+    lines = [f"CoNLL-2003 {a['split']}, `{a['tagger']}`:", "", "| measure | % | tokens |"]
+    lines.append("|---|---:|---:|")
+    lines += [f"| {m} | {v:.2f} | {n:,} |" if n else f"| {m} | {v:.2f} | |" for m, v, n in rows]
+    common = ", ".join(f"{g} → {t} ({n})" for g, t, n in a["entity_disagreements"])
+    lines += ["", f"Most frequent on entity tokens (given → tagger's): {common}."]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--readme", type=Path, help="README to update (tagger, ner, token_only)")
+    ap.add_argument(
+        "--readme", type=Path, help="README to update (tagger, ner, agreement, token_only)"
+    )
     args = ap.parse_args()
-    for name, text in (("tagger", tagger()), ("ner", ner()), ("token_only", token_only())):
+    sections = (
+        ("tagger", tagger()),
+        ("ner", ner()),
+        ("agreement", agreement()),
+        ("token_only", token_only()),
+    )
+    for name, text in sections:
         print(f"## {name}\n\n{text}")
         if args.readme:
             replace_section(args.readme, name, text)
