@@ -1,4 +1,4 @@
-"""The tagchunk task's jackknifed training POS: every sentence tagged by a tagger that never saw it."""
+"""The tagchunk task's jackknifed training POS: no sentence tagged by a tagger that saw it."""
 
 from __future__ import annotations
 
