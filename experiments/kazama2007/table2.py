@@ -285,6 +285,10 @@ EXTERNAL_SEEDS = [
         ["converge/external/proposed_C1000_seed*"],
     ),
     (
+        "Proposed (n' = 100), C = 2000, external gazetteers, to the rule",
+        ["converge/external/proposed_C2000_seed*"],
+    ),
+    (
         "Margin perceptron, C = 1414, external gazetteers, to the rule",
         ["converge/external/margin_C1414_seed*"],
     ),
@@ -320,7 +324,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     t2, ab, sd = table2(), ablation(), seeds()
-    ext = seeds(EXTERNAL_SEEDS, pairs=((0, 1), (2, 3), (3, 4), (3, 5), (1, 6), (1, 7)))
+    ext = seeds(EXTERNAL_SEEDS, pairs=((0, 1), (2, 3), (3, 4), (3, 5), (5, 6), (1, 7), (1, 8)))
     conv = convergence()
     abl = seeds(EXTERNAL_ABLATION_SEEDS, pairs=tuple((0, k) for k in range(1, len(SOURCES) + 1)))
     print(t2)
