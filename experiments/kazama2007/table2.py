@@ -289,6 +289,10 @@ EXTERNAL_SEEDS = [
         ["converge/external/proposed_C2000_seed*"],
     ),
     (
+        "Proposed (n' = 100), C = 4000, external gazetteers, to the rule",
+        ["converge/external/proposed_C4000_seed*"],
+    ),
+    (
         "Margin perceptron, C = 1414, external gazetteers, to the rule",
         ["converge/external/margin_C1414_seed*"],
     ),
@@ -324,7 +328,9 @@ def main() -> None:
     )
     args = ap.parse_args()
     t2, ab, sd = table2(), ablation(), seeds()
-    ext = seeds(EXTERNAL_SEEDS, pairs=((0, 1), (2, 3), (3, 4), (3, 5), (5, 6), (1, 7), (1, 8)))
+    ext = seeds(
+        EXTERNAL_SEEDS, pairs=((0, 1), (2, 3), (3, 4), (3, 5), (5, 6), (5, 7), (1, 8), (1, 9))
+    )
     conv = convergence()
     abl = seeds(EXTERNAL_ABLATION_SEEDS, pairs=tuple((0, k) for k in range(1, len(SOURCES) + 1)))
     print(t2)
