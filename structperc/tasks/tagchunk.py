@@ -87,11 +87,12 @@ def jackknife_pos(
     if not 2 <= folds <= len(train):
         raise ValueError(f"task.pos_folds must be in 2..{len(train)}, got {folds}")
     pos_docs = as_pos_task(train)
+    blocks = [fold_of(i, len(train), folds) for i in range(len(train))]
     tagged: list[list[str] | None] = [None] * len(train)
     with tempfile.TemporaryDirectory(prefix="pos_fold") as tmp:
         for k in range(folds):
-            held = [i for i in range(len(train)) if fold_of(i, len(train), folds) == k]
-            rest = [d for i, d in enumerate(pos_docs) if fold_of(i, len(train), folds) != k]
+            held = [i for i, b in enumerate(blocks) if b == k]
+            rest = [d for d, b in zip(pos_docs, blocks, strict=True) if b != k]
             out = Path(tmp) / str(k)
             run_tagging(
                 corpus={"train": rest},
