@@ -313,6 +313,7 @@ def tagchunk(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
         hparams=flat_hparams(cfg),
         chunk_train_pos=train_pos,
         pos_folds=int(task.get("pos_folds", 5)),
+        chunk_encoding=task.get("chunk_encoding", "iob2"),
     )
     return float(results["dev"]["chunk_f1"])
 

@@ -1,4 +1,4 @@
-"""Tag-scheme helpers: validation, IOB1 -> IOB2, entity spans."""
+"""Tag-scheme helpers: validation, IOB1 -> IOB2, IOB2 <-> IOBES, entity spans."""
 
 from __future__ import annotations
 
@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from structperc.data.tags import TagError, iob1_to_iob2, spans, split_tag
+from structperc.data.tags import (
+    TagError,
+    iob1_to_iob2,
+    iob2_to_iobes,
+    iobes_to_iob2,
+    spans,
+    split_tag,
+)
 
 
 @pytest.mark.parametrize(
@@ -85,3 +92,40 @@ def test_conversion_keeps_spans_and_is_idempotent(tags):
     assert iob1_to_iob2(iob2) == iob2
     # In IOB2 every span starts with B-.
     assert all(iob2[start].startswith("B-") for start, _, _ in spans(iob2))
+
+
+@pytest.mark.parametrize(
+    ("iob2", "iobes"),
+    [
+        ([], []),
+        (["B-NP"], ["S-NP"]),
+        (["B-NP", "I-NP", "B-VP", "O"], ["B-NP", "E-NP", "S-VP", "O"]),
+        (["B-NP", "I-NP", "I-NP", "B-NP"], ["B-NP", "I-NP", "E-NP", "S-NP"]),
+        (["B-NP", "B-NP", "I-NP"], ["S-NP", "B-NP", "E-NP"]),
+    ],
+)
+def test_iob2_to_iobes(iob2, iobes):
+    assert iob2_to_iobes(iob2) == iobes
+    assert iobes_to_iob2(iobes) == iob2
+
+
+@given(tag_lists)
+def test_iobes_round_trip_keeps_the_spans(tags):
+    iob2 = iob1_to_iob2(tags)
+    iobes = iob2_to_iobes(iob2)
+    assert iobes_to_iob2(iobes) == iob2
+    assert iobes_to_iob2(iob2) == iob2  # safe on IOB2
+    assert all(t == "O" or t[:2] in ("B-", "I-", "E-", "S-") for t in iobes)
+    # each span: S-X alone, or B-X ... E-X
+    for start, end, kind in spans(iob2):
+        want = (
+            [f"S-{kind}"]
+            if end - start == 1
+            else [f"B-{kind}", *[f"I-{kind}"] * (end - start - 2), f"E-{kind}"]
+        )
+        assert iobes[start:end] == want
+
+
+def test_iobes_to_iob2_leaves_other_tag_sets_alone():
+    pos = ["NNP", "-LRB-", "SYM", "EX", "$"]
+    assert iobes_to_iob2(pos) == pos

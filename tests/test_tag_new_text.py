@@ -237,6 +237,7 @@ def tagchunk_run(tmp_path_factory, synthetic_dir) -> Path:
         "trainer.max_epochs=2",
         "task.chunk_train_pos=jackknife",  # the chunker trains on held-out taggers' POS
         "task.pos_folds=2",
+        "task.chunk_encoding=iobes",  # trained on IOBES, its output is IOB2
         "cache_dir={out}_cache",
     ]
     return _trained(tmp_path_factory, real, "tagchunk", overrides)
@@ -249,6 +250,8 @@ def test_the_column_tagger_fills_pos_and_chunk_columns(tagchunk_run, synthetic_d
     r = json.loads((tagchunk_run / "results.json").read_text())
     assert r["test"]["pos_accuracy"] > 70 and r["test"]["chunk_f1"] > 50, r["test"]
     assert r["chunk_train_pos"] == "jackknife" and 50 < r["jackknife_pos_accuracy"] < 100
+    chunk_labels = json.loads((tagchunk_run / "chunk" / "model.json").read_text())["labels"]
+    assert r["chunk_encoding"] == "iobes" and {"S-NP", "E-NP"} <= set(chunk_labels)
     docs = read_conll(synthetic_dir / "conll2003" / "test.txt")
     filled = ColumnTagger.load(tagchunk_run).fill(docs)
     for before, after in zip(docs, filled, strict=True):

@@ -91,3 +91,29 @@ def test_bad_settings_are_refused():
             chunk_learner=None, out_dir=None, settings=FitSettings(), dev_sentences=1,
             cache_dir=None, cache_keys={}, chunk_train_pos="gold",
         )  # fmt: skip
+    with pytest.raises(ValueError, match="chunk_encoding"):
+        tagchunk.run_tagchunk(
+            corpus={}, pos_features=None, chunk_features=None, pos_learner=None,
+            chunk_learner=None, out_dir=None, settings=FitSettings(), dev_sentences=1,
+            cache_dir=None, cache_keys={}, chunk_encoding="bioul",
+        )  # fmt: skip
+
+
+def test_iobes_chunks_are_copies():
+    docs = [Document(["a", "b", "c"], tags=["B-NP", "I-NP", "B-VP"], source="s:0")]
+    assert tagchunk.encode_chunks(docs, "iob2") is docs
+    out = tagchunk.encode_chunks(docs, "iobes")
+    assert out[0].tags == ["B-NP", "E-NP", "S-VP"] and docs[0].tags == ["B-NP", "I-NP", "B-VP"]
+
+
+def test_a_chain_trained_on_iobes_is_scored_in_iob2():
+    from structperc.tasks.tagging import score_predictions
+
+    labels = ["O", "B-NP", "E-NP", "S-NP"]
+    docs = tagchunk.encode_chunks(
+        [Document(["a", "b", "c"], tags=["B-NP", "I-NP", "B-NP"], source="s:0")], "iobes"
+    )
+    scores, pred = score_predictions(labels, docs, [[1, 2, 3]])
+    assert pred == [["B-NP", "I-NP", "B-NP"]] and scores.f1 == 100.0
+    scores, _ = score_predictions(labels, docs, [[3, 3, 3]])  # three one-word chunks: 1 of 3 right
+    assert scores.precision == pytest.approx(100 / 3) and scores.recall == 50.0

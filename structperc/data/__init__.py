@@ -22,7 +22,7 @@ from .loading import (
     to_documents,
 )
 from .synthetic import make_corpus
-from .tags import TagError, iob1_to_iob2, spans, split_tag
+from .tags import TagError, iob1_to_iob2, iob2_to_iobes, iobes_to_iob2, spans, split_tag
 
 __all__ = [
     "DEFAULT_DOCUMENTS",
@@ -36,6 +36,8 @@ __all__ = [
     "TagError",
     "has_docstart",
     "iob1_to_iob2",
+    "iob2_to_iobes",
+    "iobes_to_iob2",
     "load_corpus",
     "make_corpus",
     "mark_docstart",

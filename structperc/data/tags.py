@@ -5,6 +5,10 @@ IOB1 (``I-X`` starts an entity, ``B-X`` only separates two adjacent entities of 
 readers convert on the way in.  ``spans`` uses the conlleval rule, under which IOB1 and IOB2 read
 the same: an entity starts at ``B-X`` or at an ``I-X`` that follows ``O`` or another type.
 ``label_set`` and ``encode_labels`` give a training set's labels and their ids.
+
+IOBES (``S-X`` a one-token chunk, ``E-X`` a chunk's last token; Ratinov & Roth 2009) is a
+training encoding only: a chain trained on it (the tagchunk chunker) knows where a chunk ends, and
+its output is turned back into IOB2 (``iobes_to_iob2``) before anything scores or writes it.
 """
 
 from __future__ import annotations
@@ -53,6 +57,28 @@ def iob1_to_iob2(tags: list[str]) -> list[str]:
         out.append(tag)
         prev_kind = kind
     return out
+
+
+def iob2_to_iobes(tags: list[str]) -> list[str]:
+    """One sentence's IOB2 tags in IOBES: a chunk's last token ``E-X`` (``S-X`` when it is also
+    its first); the other tags unchanged.  ``[B-NP, I-NP, B-VP]`` -> ``[B-NP, E-NP, S-VP]``."""
+    out: list[str] = []
+    for i, tag in enumerate(tags):
+        prefix, kind = split_tag(tag)
+        if prefix == OUTSIDE:
+            out.append(tag)
+            continue
+        last = i + 1 == len(tags) or tags[i + 1] != "I-" + kind
+        if last:
+            prefix = "S" if prefix == "B" else "E"
+        out.append(f"{prefix}-{kind}")
+    return out
+
+
+def iobes_to_iob2(tags: list[str]) -> list[str]:
+    """IOBES tags as IOB2 (``S-X`` -> ``B-X``, ``E-X`` -> ``I-X``); IOB2 tags come back unchanged,
+    so the call is safe on either scheme (and on tag sets such as POS tags that use neither)."""
+    return [("B-" if t[0] == "S" else "I-") + t[2:] if t[:2] in ("S-", "E-") else t for t in tags]
 
 
 def spans(tags: list[str]) -> list[tuple[int, int, str]]:

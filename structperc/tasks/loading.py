@@ -14,6 +14,7 @@ from pathlib import Path
 
 from structperc.data.conll import with_columns
 from structperc.data.document import Document
+from structperc.data.tags import iobes_to_iob2
 from structperc.features.pipeline import LocalFeatures
 from structperc.model.files import load_model
 from structperc.model.weights import ChainWeights
@@ -79,4 +80,5 @@ class ColumnTagger:
         pos = predict_labels(self.pos, docs, self.batch_size, self.device)
         with_pos = [with_columns(d, pos=p) for d, p in zip(docs, pos, strict=True)]
         chunks = predict_labels(self.chunk, with_pos, self.batch_size, self.device)
+        chunks = [iobes_to_iob2(c) for c in chunks]  # a chunker trained on IOBES
         return [with_columns(d, chunk=c) for d, c in zip(with_pos, chunks, strict=True)]

@@ -7,9 +7,11 @@ tagger with structperc's own learners.  Both are first-order chains trained by t
 
     pos/     the POS tagger: the 45 Penn Treebank tags of the data's POS column, from token
              attributes only (words, affixes, shapes; ``pos_attributes``)
-    chunk/   the chunker: every CoNLL-2000 chunk type in IOB2, from the token attributes and the
-             POS tags (``chunk_attributes``): at prediction the tagger's; in training the data's
-             (``chunk_train_pos=given``) or the tagger's, jackknifed (``jackknife``)
+    chunk/   the chunker: every CoNLL-2000 chunk type, from the token attributes and the POS tags
+             (``chunk_attributes``): at prediction the tagger's; in training the data's
+             (``chunk_train_pos=given``) or the tagger's, jackknifed (``jackknife``).  It is
+             trained on IOB2 or IOBES tags (``chunk_encoding``); its output is IOB2 either way
+             (``data.tags.iobes_to_iob2``).
 
 Jackknifing (``pos_folds`` = K): the training sentences are cut into K contiguous blocks; a POS
 tagger trained on the other K - 1 blocks tags each block, so the chunker trains on POS tags with
@@ -33,6 +35,7 @@ from pathlib import Path
 
 from structperc.data.conll import with_columns
 from structperc.data.document import Document
+from structperc.data.tags import iob2_to_iobes
 from structperc.eval.chunks import evaluate
 from structperc.features.pipeline import LocalFeatures
 from structperc.io import atomic_write_json
@@ -65,6 +68,19 @@ def split_dev(corpus: dict[str, list[Document]], dev_sentences: int) -> dict[str
 
 
 CHUNK_TRAIN_POS = ("given", "jackknife")
+CHUNK_ENCODINGS = ("iob2", "iobes")
+
+
+def encode_chunks(docs: list[Document], encoding: str) -> list[Document]:
+    """``docs`` with their chunk tags in ``encoding`` (copies for ``iobes``; the data is IOB2)."""
+    if encoding not in CHUNK_ENCODINGS:
+        raise ValueError(f"task.chunk_encoding must be one of {CHUNK_ENCODINGS}, got {encoding!r}")
+    if encoding == "iob2":
+        return docs
+    out = [with_columns(d) for d in docs]
+    for d in out:
+        d.tags = iob2_to_iobes(d.tags)
+    return out
 
 
 def fold_of(index: int, count: int, folds: int) -> int:
@@ -134,15 +150,18 @@ def run_tagchunk(
     hparams: dict | None = None,
     chunk_train_pos: str = "given",
     pos_folds: int = 5,
+    chunk_encoding: str = "iob2",
 ) -> dict:
     """Train the two chains into ``out_dir/pos`` and ``out_dir/chunk``; score the cascade.
 
     ``chunk_train_pos``: the POS column the chunker trains on, the data's (``given``) or a
-    ``pos_folds``-fold jackknife of the tagger's (``jackknife``, ``jackknife_pos``)."""
+    ``pos_folds``-fold jackknife of the tagger's (``jackknife``, ``jackknife_pos``).
+    ``chunk_encoding``: the chunker's training tags, ``iob2`` (the data's) or ``iobes``."""
     if chunk_train_pos not in CHUNK_TRAIN_POS:
         raise ValueError(
             f"task.chunk_train_pos must be one of {CHUNK_TRAIN_POS}, got {chunk_train_pos!r}"
         )
+    encode_chunks([], chunk_encoding)  # a bad value fails before any training
     t_job = time.perf_counter()
     out_dir.mkdir(parents=True, exist_ok=True)
     splits = split_dev(corpus, dev_sentences)
@@ -177,7 +196,7 @@ def run_tagchunk(
         )
         chunk_splits, jackknife_seconds = splits | {"train": train}, time.perf_counter() - t0
     chunk = run_tagging(
-        corpus=chunk_splits,
+        corpus={s: encode_chunks(d, chunk_encoding) for s, d in chunk_splits.items()},
         features=chunk_features,
         learner=chunk_learner,
         out_dir=out_dir / "chunk",
@@ -189,6 +208,7 @@ def run_tagchunk(
         "task": "tagchunk",
         "train_sentences": len(splits["train"]),
         "chunk_train_pos": chunk_train_pos,
+        "chunk_encoding": chunk_encoding,
     }
     for split in ("dev", "test"):
         docs = splits[split]

@@ -26,7 +26,7 @@ import torch
 from structperc.checkpoint import Checkpoint
 from structperc.data.conll import write_conll
 from structperc.data.document import Document
-from structperc.data.tags import encode_labels, label_set
+from structperc.data.tags import encode_labels, iobes_to_iob2, label_set
 from structperc.distributed import SERIAL, Group
 from structperc.eval.chunks import ChunkScores, evaluate
 from structperc.features.cache import extract_features
@@ -83,9 +83,10 @@ def carry_tagger(source: Path, target: Path) -> None:
 def score_predictions(
     labels: list[str], docs: list[Document], pred_ids: list[list[int]]
 ) -> tuple[ChunkScores, list[list[str]]]:
-    """conlleval scores of predicted label ids against the documents' tags, and the tags."""
-    pred = [[labels[i] for i in p] for p in pred_ids]
-    return evaluate([d.tags for d in docs], pred), pred
+    """conlleval scores of predicted label ids against the documents' tags, and the tags; both in
+    IOB2 (a chain trained on IOBES, such as the tagchunk chunker, is scored and written in IOB2)."""
+    pred = [iobes_to_iob2([labels[i] for i in p]) for p in pred_ids]
+    return evaluate([iobes_to_iob2(d.tags) for d in docs], pred), pred
 
 
 def run_tagging(
