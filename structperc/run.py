@@ -315,7 +315,7 @@ def tagchunk(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
         pos_folds=int(task.get("pos_folds", 5)),
         chunk_encoding=task.get("chunk_encoding", "iob2"),
     )
-    return float(results["dev"]["chunk_f1"])
+    return float(results["dev"]["chunk_f1"]) if "dev" in results else float("nan")  # no dev split
 
 
 def resume_wanted(cfg: DictConfig, group: Group) -> bool:

@@ -261,6 +261,23 @@ def test_the_column_tagger_fills_pos_and_chunk_columns(tagchunk_run, synthetic_d
 
 
 @pytest.mark.realdata
+def test_the_final_fit_trains_on_every_sentence(tmp_path_factory, synthetic_dir):
+    from structperc.data.loading import resolve_data_dir
+    from structperc.tasks.loading import ColumnTagger
+
+    real = resolve_data_dir(None)
+    if real is None or not (real / "conll2000" / "train.txt").is_file():
+        pytest.skip("needs the CoNLL-2000 files (STRUCTPERC_DATA)")
+    overrides = ["+experiment=conll00_tagchunk", "data.max_docs=120", "task.dev_sentences=0"]
+    overrides += ["trainer.max_epochs=1", "task.chunk_train_pos=given", "cache_dir=null"]
+    run = _trained(tmp_path_factory, real, "final", overrides)
+    r = json.loads((run / "results.json").read_text())
+    assert "dev" not in r and r["train_sentences"] == 120 and r["test"]["chunk_f1"] > 0
+    docs = read_conll(synthetic_dir / "conll2003" / "test.txt")
+    assert len(ColumnTagger.load(run).fill(docs)) == len(docs)
+
+
+@pytest.mark.realdata
 def test_a_model_on_automatic_tags_carries_its_tagger(
     tagchunk_run, synthetic_dir, tmp_path, monkeypatch
 ):

@@ -117,3 +117,12 @@ def test_a_chain_trained_on_iobes_is_scored_in_iob2():
     assert pred == [["B-NP", "I-NP", "B-NP"]] and scores.f1 == 100.0
     scores, _ = score_predictions(labels, docs, [[3, 3, 3]])  # three one-word chunks: 1 of 3 right
     assert scores.precision == pytest.approx(100 / 3) and scores.recall == 50.0
+
+
+def test_dev_sentences_zero_is_the_final_fit_on_every_sentence():
+    corpus = {"train": sentences(5), "test": sentences(2)}
+    assert tagchunk.split_dev(corpus, 0) == corpus
+    split = tagchunk.split_dev(corpus, 2)
+    assert [len(split[s]) for s in ("train", "dev", "test")] == [3, 2, 2]
+    with pytest.raises(ValueError, match="dev_sentences must be in 0..4"):
+        tagchunk.split_dev(corpus, 5)

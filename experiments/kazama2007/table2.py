@@ -293,12 +293,20 @@ EXTERNAL_SEEDS = [
         ["converge/external/proposed_C4000_seed*"],
     ),
     (
+        "Proposed (n' = 100), C = 5657, external gazetteers, to the rule",
+        ["converge/external/proposed_C5657_seed*"],
+    ),
+    (
         "Margin perceptron, C = 1414, external gazetteers, to the rule",
         ["converge/external/margin_C1414_seed*"],
     ),
     (
         "Margin perceptron, C = 2828, external gazetteers, to the rule",
         ["converge/external/margin_C2828_seed*"],
+    ),
+    (
+        "Margin perceptron, C = 5657, external gazetteers, to the rule",
+        ["converge/external/margin_C5657_seed*"],
     ),
 ]
 
@@ -328,9 +336,8 @@ def main() -> None:
     )
     args = ap.parse_args()
     t2, ab, sd = table2(), ablation(), seeds()
-    ext = seeds(
-        EXTERNAL_SEEDS, pairs=((0, 1), (2, 3), (3, 4), (3, 5), (5, 6), (5, 7), (1, 8), (1, 9))
-    )
+    pairs = ((0, 1), (2, 3), (3, 4), (3, 5), (5, 6), (5, 7), (5, 8), (1, 9), (1, 10), (10, 11))
+    ext = seeds(EXTERNAL_SEEDS, pairs=pairs)
     conv = convergence()
     abl = seeds(EXTERNAL_ABLATION_SEEDS, pairs=tuple((0, k) for k in range(1, len(SOURCES) + 1)))
     print(t2)

@@ -41,6 +41,14 @@ AUTO = [
 # (label, run folder under runs/): the default first
 TAGGERS = [
     (
+        "the same, final fit on every training sentence (`task.dev_sentences=0`)",
+        "conll00_tagchunk_final",
+    ),
+    (
+        "chunker on IOBES tags (`chunk_encoding: iobes`) and jackknifed POS",
+        "conll00_tagchunk_iobes",
+    ),
+    (
         "chunker on jackknifed POS (`chunk_train_pos: jackknife`, 5 folds)",
         "conll00_tagchunk_jackknife",
     ),
@@ -62,6 +70,8 @@ def tagger() -> str:
             continue
         r = json.loads(path.read_text())
         for split in ("dev", "test"):
+            if split not in r:  # a final fit (task.dev_sentences=0) has no dev set
+                continue
             s = r[split]
             lines.append(
                 f"| {label} | {split} | {s['pos_accuracy']:.2f} | {s['chunk_f1_gold_pos']:.2f} "
@@ -77,8 +87,12 @@ def tagger() -> str:
         notes.append(
             f"`runs/{run}`: POS tagger {r['pos_epochs']} epochs in {t['pos']:.0f} s{folds}, "
             f"chunker {r['chunk_epochs']} epochs in {t['chunk']:.0f} s "
-            f"({r['train_sentences']:,} sentences; the last 1,000 of the training file are "
-            "the dev set)."
+            f"({r['train_sentences']:,} sentences; "
+            + (
+                "the last 1,000 of the training file are the dev set)."
+                if "dev" in r
+                else "every sentence of the training file: the final fit)."
+            )
         )
     if not notes:
         return "(no run yet)\n"

@@ -3,7 +3,8 @@
 Kazama & Torisawa (2007, Table 5) replace the given POS and chunk columns of CoNLL-2003 by a
 tagger's (TagChunk), and a user's text has no such columns at all: this task trains that
 tagger with structperc's own learners.  Both are first-order chains trained by the tagging task
-(``tasks/tagging.py``) on the training sentences minus the last ``dev_sentences`` (their dev set):
+(``tasks/tagging.py``) on the training sentences minus the last ``dev_sentences`` (their dev set;
+``dev_sentences=0``: on all of them, the final fit once the settings are chosen on dev):
 
     pos/     the POS tagger: the 45 Penn Treebank tags of the data's POS column, from token
              attributes only (words, affixes, shapes; ``pos_attributes``)
@@ -58,13 +59,17 @@ def as_pos_task(docs: list[Document]) -> list[Document]:
 
 
 def split_dev(corpus: dict[str, list[Document]], dev_sentences: int) -> dict[str, list[Document]]:
-    """train minus its last ``dev_sentences`` sentences, those as dev, and test."""
-    if not 0 < dev_sentences < len(corpus["train"]):
+    """train minus its last ``dev_sentences`` sentences, those as dev, and test; with
+    ``dev_sentences=0`` every training sentence trains and there is no dev split (the final
+    fit, once the settings are chosen on dev)."""
+    if not 0 <= dev_sentences < len(corpus["train"]):
         raise ValueError(
-            f"task.dev_sentences must be in 1..{len(corpus['train']) - 1}, got {dev_sentences}"
+            f"task.dev_sentences must be in 0..{len(corpus['train']) - 1}, got {dev_sentences}"
         )
-    train = corpus["train"]
-    return {"train": train[:-dev_sentences], "dev": train[-dev_sentences:], "test": corpus["test"]}
+    train, test = corpus["train"], corpus["test"]
+    if dev_sentences == 0:
+        return {"train": train, "test": test}
+    return {"train": train[:-dev_sentences], "dev": train[-dev_sentences:], "test": test}
 
 
 CHUNK_TRAIN_POS = ("given", "jackknife")
@@ -168,7 +173,7 @@ def run_tagchunk(
     unfitted = copy.deepcopy(pos_features), copy.deepcopy(pos_learner)
     common = dict(
         settings=settings,
-        eval_every=eval_every,
+        eval_every=eval_every if "dev" in splits else 0,  # never test during training
         batch_size=batch_size,
         save=True,
         write_predictions=False,
@@ -211,6 +216,8 @@ def run_tagchunk(
         "chunk_encoding": chunk_encoding,
     }
     for split in ("dev", "test"):
+        if split not in splits:
+            continue
         docs = splits[split]
         blank = [with_columns(d) for d in docs]
         for d in blank:
