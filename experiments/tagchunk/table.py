@@ -41,16 +41,16 @@ AUTO = [
 # (label, run folder under runs/): the default first
 TAGGERS = [
     (
+        "chunker on jackknifed POS (`chunk_train_pos: jackknife`, 5 folds)",
+        "conll00_tagchunk_jackknife",
+    ),
+    (
         "the same, final fit on every training sentence (`task.dev_sentences=0`)",
         "conll00_tagchunk_final",
     ),
     (
-        "chunker on IOBES tags (`chunk_encoding: iobes`) and jackknifed POS",
+        "the same on IOBES tags (`chunk_encoding: iobes`), not kept",
         "conll00_tagchunk_iobes",
-    ),
-    (
-        "chunker on jackknifed POS (`chunk_train_pos: jackknife`, 5 folds)",
-        "conll00_tagchunk_jackknife",
     ),
     ("chunker with POS trigrams (`chunk_trigrams: [pos]`), on the data's POS", "conll00_tagchunk"),
     ("chunker without trigrams (the default before)", "conll00_tagchunk_no_trigrams"),
