@@ -35,6 +35,7 @@ NER = [
 AUTO = [
     ("chunker on the data's POS (`runs/conll00_tagchunk`)", "auto_tags"),
     ("chunker on jackknifed POS (`runs/conll00_tagchunk_jackknife`)", "auto_tags_jackknife"),
+    ("the same, final fit (`runs/conll00_tagchunk_final`)", "auto_tags_final"),
 ]
 
 
