@@ -126,3 +126,32 @@ def test_dev_sentences_zero_is_the_final_fit_on_every_sentence():
     assert [len(split[s]) for s in ("train", "dev", "test")] == [3, 2, 2]
     with pytest.raises(ValueError, match="dev_sentences must be in 0..4"):
         tagchunk.split_dev(corpus, 5)
+
+
+def test_an_iobes_chunker_writes_iob2_gold_and_predictions(tmp_path):
+    from structperc.tasks.tagging import run_tagging
+
+    words = "the cat sat on a mat".split()
+    tags = ["B-NP", "I-NP", "B-VP", "B-PP", "B-NP", "I-NP"]
+    docs = [Document(words, columns={}, tags=list(tags), source=f"s:{i}") for i in range(4)]
+    iobes = tagchunk.encode_chunks(docs, "iobes")
+    run_tagging(
+        corpus={"train": iobes, "test": iobes[:1]},
+        features=LocalFeatures(
+            attributes=["w"], bigram_attributes=[], gazetteer="none", min_count=1, edges=False
+        ),
+        learner=Perceptron(average=True),
+        out_dir=tmp_path,
+        cache_dir=None,
+        cache_key={},
+        settings=FitSettings(max_epochs=3, progress=False),
+        eval_every=0,
+        batch_size=4,
+        save=False,
+        write_predictions=True,
+        hparams={},
+        checkpoint=False,
+    )
+    rows = [line.split() for line in (tmp_path / "test.pred.txt").read_text().splitlines()]
+    rows = [r for r in rows if r and r[0] != "-DOCSTART-"]
+    assert [r[-2] for r in rows] == tags and [r[-1] for r in rows] == tags

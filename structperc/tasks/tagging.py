@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from structperc.checkpoint import Checkpoint
-from structperc.data.conll import write_conll
+from structperc.data.conll import with_columns, write_conll
 from structperc.data.document import Document
 from structperc.data.tags import encode_labels, iobes_to_iob2, label_set
 from structperc.distributed import SERIAL, Group
@@ -183,8 +183,11 @@ def run_tagging(
         s, pred = score_predictions(labels, corpus[split], decode(split))
         results[split] = chunk_scores(s) | {"decode_seconds": time.perf_counter() - t0}
         log.info("%s: P %.2f R %.2f F1 %.2f", split, s.precision, s.recall, s.f1)
-        if write_predictions:
-            write_conll(out_dir / f"{split}.pred.txt", corpus[split], pred)
+        if write_predictions:  # gold in IOB2 beside the predictions, as they are scored
+            gold = [with_columns(d) for d in corpus[split]]
+            for d in gold:
+                d.tags = iobes_to_iob2(d.tags)
+            write_conll(out_dir / f"{split}.pred.txt", gold, pred)
     results["history"] = history_rows(result.history)
     results["hparams"] = hparams
     if save:
