@@ -129,6 +129,40 @@ def ner() -> str:
     return "\n".join(lines) + "\n"
 
 
+# C chosen again on the final-fit tagger's columns: (label, run prefix under auto_tags_final/, Cs,
+# the run with the given columns at the C chosen on them)
+RETUNED = [
+    ("Margin perceptron", "margin_C", (707, 1414, 2828), "margin_sweep/margin_C1414"),
+    ("Proposed (n' = 100)", "proposed_C", (500, 1000, 2000), "auto_tags/proposed_C1000_given"),
+]
+
+
+def ner_c() -> str:
+    """Dev and test F1 on the final-fit tagger's columns per C; the dev-best C's test gain."""
+    lines = [
+        "| method | C | dev, tagger's | test, tagger's | test gain at the dev-best C |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for label, prefix, cs, given in RETUNED:
+        runs = {}
+        for c in cs:
+            f = KAZAMA / "auto_tags_final" / f"{prefix}{c}" / "results.json"
+            if f.is_file():
+                runs[c] = json.loads(f.read_text())
+        if not runs:
+            continue
+        best = max(runs, key=lambda c: runs[c]["dev"]["f1"])
+        g = json.loads((KAZAMA / given / "results.json").read_text())["test"]["f1"]
+        for c, r in runs.items():
+            gain = f"{r['test']['f1'] - g:+.2f}" if c == best else ""
+            mark = "**" if c == best else ""
+            lines.append(
+                f"| {label} | {mark}{c}{mark} | {r['dev']['f1']:.2f} | {r['test']['f1']:.2f} "
+                f"| {gain} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 def token_only() -> str:
     path = HERE / "token_only.json"
     if not path.is_file():
@@ -168,12 +202,13 @@ def agreement() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument(
-        "--readme", type=Path, help="README to update (tagger, ner, agreement, token_only)"
+        "--readme", type=Path, help="README to update (tagger, ner, ner_c, agreement, token_only)"
     )
     args = ap.parse_args()
     sections = (
         ("tagger", tagger()),
         ("ner", ner()),
+        ("ner_c", ner_c()),
         ("agreement", agreement()),
         ("token_only", token_only()),
     )
