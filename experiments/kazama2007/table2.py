@@ -308,6 +308,10 @@ EXTERNAL_SEEDS = [
         "Margin perceptron, C = 5657, external gazetteers, to the rule",
         ["converge/external/margin_C5657_seed*"],
     ),
+    (
+        "Margin perceptron, C = 2828, BPM (10 runs), external gazetteers, to the rule",
+        ["converge/external/margin_C2828_bpm10_seed*"],
+    ),
 ]
 
 
@@ -336,7 +340,19 @@ def main() -> None:
     )
     args = ap.parse_args()
     t2, ab, sd = table2(), ablation(), seeds()
-    pairs = ((0, 1), (2, 3), (3, 4), (3, 5), (5, 6), (5, 7), (5, 8), (1, 9), (1, 10), (10, 11))
+    pairs = (
+        (0, 1),
+        (2, 3),
+        (3, 4),
+        (3, 5),
+        (5, 6),
+        (5, 7),
+        (5, 8),
+        (1, 9),
+        (1, 10),
+        (10, 11),
+        (10, 12),
+    )
     ext = seeds(EXTERNAL_SEEDS, pairs=pairs)
     conv = convergence()
     abl = seeds(EXTERNAL_ABLATION_SEEDS, pairs=tuple((0, k) for k in range(1, len(SOURCES) + 1)))
