@@ -76,10 +76,15 @@ CHUNK_TRAIN_POS = ("given", "jackknife")
 CHUNK_ENCODINGS = ("iob2", "iobes")
 
 
+def check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    """ValueError naming the setting ``task.<name>`` unless ``value`` is one of ``allowed``."""
+    if value not in allowed:
+        raise ValueError(f"task.{name} must be one of {allowed}, got {value!r}")
+
+
 def encode_chunks(docs: list[Document], encoding: str) -> list[Document]:
     """``docs`` with their chunk tags in ``encoding`` (copies for ``iobes``; the data is IOB2)."""
-    if encoding not in CHUNK_ENCODINGS:
-        raise ValueError(f"task.chunk_encoding must be one of {CHUNK_ENCODINGS}, got {encoding!r}")
+    check_choice("chunk_encoding", encoding, CHUNK_ENCODINGS)
     if encoding == "iob2":
         return docs
     out = [with_columns(d) for d in docs]
@@ -162,11 +167,8 @@ def run_tagchunk(
     ``chunk_train_pos``: the POS column the chunker trains on, the data's (``given``) or a
     ``pos_folds``-fold jackknife of the tagger's (``jackknife``, ``jackknife_pos``).
     ``chunk_encoding``: the chunker's training tags, ``iob2`` (the data's) or ``iobes``."""
-    if chunk_train_pos not in CHUNK_TRAIN_POS:
-        raise ValueError(
-            f"task.chunk_train_pos must be one of {CHUNK_TRAIN_POS}, got {chunk_train_pos!r}"
-        )
-    encode_chunks([], chunk_encoding)  # a bad value fails before any training
+    check_choice("chunk_train_pos", chunk_train_pos, CHUNK_TRAIN_POS)  # before any training
+    check_choice("chunk_encoding", chunk_encoding, CHUNK_ENCODINGS)
     t_job = time.perf_counter()
     out_dir.mkdir(parents=True, exist_ok=True)
     splits = split_dev(corpus, dev_sentences)
