@@ -199,14 +199,39 @@ def agreement() -> str:
     return "\n".join(lines) + "\n"
 
 
+def nbest_pos() -> str:
+    path = HERE / "nbest_pos.json"
+    if not path.is_file():
+        return "(run nbest_pos.py)\n"
+    r = json.loads(path.read_text())
+    lines = [
+        f"`{r['tagger']}`, the {r['n']} best POS taggings of each sentence:",
+        "",
+        "| POS weight a | chunk F1 dev | chunk F1 test |",
+        "|---|---:|---:|",
+    ]
+    for w in r["weights"]:
+        label = "inf (the cascade)" if w == "inf" else w
+        mark = "**" if w == r["chosen"] else ""
+        lines.append(
+            f"| {mark}{label}{mark} | {r['dev']['f1'][w]:.2f} | {r['test']['f1'][w]:.2f} |"
+        )
+    speed = r["test"]["tokens_per_second"]
+    lines += ["", f"Dev chooses a = {r['chosen']}; tagging test runs at {speed:,.0f} tokens/s."]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument(
-        "--readme", type=Path, help="README to update (tagger, ner, ner_c, agreement, token_only)"
+        "--readme",
+        type=Path,
+        help="README to update (tagger, nbest_pos, ner, ner_c, agreement, token_only)",
     )
     args = ap.parse_args()
     sections = (
         ("tagger", tagger()),
+        ("nbest_pos", nbest_pos()),
         ("ner", ner()),
         ("ner_c", ner_c()),
         ("agreement", agreement()),
