@@ -156,6 +156,7 @@ def tagging_inputs(cfg: DictConfig, data_dir: Path | None) -> tuple[dict, object
         tagger = ColumnTagger.load(features.tagger)
         corpus = {s: tagger.fill(docs) for s, docs in corpus.items()}
         files += [Path(features.tagger) / m / "model.safetensors" for m in ("pos", "chunk")]
+        extraction["tagger_tokens"] = "treebank"  # the tagger reads Penn Treebank brackets, quotes
     return corpus, features, feature_cache_key(extraction, files, cfg.data.max_docs)
 
 

@@ -261,6 +261,19 @@ def test_the_column_tagger_fills_pos_and_chunk_columns(tagchunk_run, synthetic_d
 
 
 @pytest.mark.realdata
+def test_the_column_tagger_reads_brackets_and_quotes_as_the_treebank_writes_them(tagchunk_run):
+    from structperc.data import Document
+    from structperc.tasks.loading import ColumnTagger
+
+    raw = ["He", "said", "(", "in", "Bonn", ")", '"', "no", '"', "."]
+    penn = ["He", "said", "-LRB-", "in", "Bonn", "-RRB-", "``", "no", "''", "."]
+    tagger = ColumnTagger.load(tagchunk_run)
+    filled_raw, filled_penn = tagger.fill([Document(tokens=raw), Document(tokens=penn)])
+    assert filled_raw.tokens == raw and filled_penn.tokens == penn
+    assert filled_raw.columns == filled_penn.columns
+
+
+@pytest.mark.realdata
 def test_the_final_fit_trains_on_every_sentence(tmp_path_factory, synthetic_dir):
     from structperc.data.loading import resolve_data_dir
     from structperc.tasks.loading import ColumnTagger

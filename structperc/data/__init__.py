@@ -23,6 +23,7 @@ from .loading import (
 )
 from .synthetic import make_corpus
 from .tags import TagError, iob1_to_iob2, iob2_to_iobes, iobes_to_iob2, spans, split_tag
+from .treebank import as_treebank, treebank_tokens
 
 __all__ = [
     "DEFAULT_DOCUMENTS",
@@ -34,6 +35,7 @@ __all__ = [
     "ConllFormatError",
     "Document",
     "TagError",
+    "as_treebank",
     "has_docstart",
     "iob1_to_iob2",
     "iob2_to_iobes",
@@ -48,5 +50,6 @@ __all__ = [
     "split_tag",
     "to_dataset",
     "to_documents",
+    "treebank_tokens",
     "write_conll",
 ]

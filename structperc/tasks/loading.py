@@ -15,6 +15,7 @@ from pathlib import Path
 from structperc.data.conll import with_columns
 from structperc.data.document import Document
 from structperc.data.tags import iobes_to_iob2
+from structperc.data.treebank import as_treebank
 from structperc.features.pipeline import LocalFeatures
 from structperc.model.files import load_model
 from structperc.model.weights import ChainWeights
@@ -76,9 +77,12 @@ class ColumnTagger:
         return cls(load_tagger(run_dir / "pos"), load_tagger(run_dir / "chunk"), **kwargs)
 
     def fill(self, docs: list[Document]) -> list[Document]:
-        """Copies of ``docs`` whose POS and chunk columns are the taggers' (IOB2 chunks)."""
-        pos = predict_labels(self.pos, docs, self.batch_size, self.device)
-        with_pos = [with_columns(d, pos=p) for d, p in zip(docs, pos, strict=True)]
+        """Copies of ``docs`` whose POS and chunk columns are the taggers' (IOB2 chunks).  The
+        taggers read the tokens in Penn Treebank form (``data.treebank``: brackets and double
+        quotes rewritten); the copies keep the documents' own tokens."""
+        read = [as_treebank(d) for d in docs]
+        pos = predict_labels(self.pos, read, self.batch_size, self.device)
+        with_pos = [with_columns(d, pos=p) for d, p in zip(read, pos, strict=True)]
         chunks = predict_labels(self.chunk, with_pos, self.batch_size, self.device)
         chunks = [iobes_to_iob2(c) for c in chunks]  # a chunker trained on IOBES
-        return [with_columns(d, chunk=c) for d, c in zip(with_pos, chunks, strict=True)]
+        return [with_columns(d, pos=p, chunk=c) for d, p, c in zip(docs, pos, chunks, strict=True)]

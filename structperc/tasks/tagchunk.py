@@ -37,6 +37,7 @@ from pathlib import Path
 from structperc.data.conll import with_columns
 from structperc.data.document import Document
 from structperc.data.tags import iob2_to_iobes
+from structperc.data.treebank import as_treebank
 from structperc.eval.chunks import evaluate
 from structperc.features.pipeline import LocalFeatures
 from structperc.io import atomic_write_json
@@ -171,7 +172,8 @@ def run_tagchunk(
     check_choice("chunk_encoding", chunk_encoding, CHUNK_ENCODINGS)
     t_job = time.perf_counter()
     out_dir.mkdir(parents=True, exist_ok=True)
-    splits = split_dev(corpus, dev_sentences)
+    treebank = {s: [as_treebank(d) for d in docs] for s, docs in corpus.items()}  # no-op on WSJ
+    splits = split_dev(treebank, dev_sentences)
     unfitted = copy.deepcopy(pos_features), copy.deepcopy(pos_learner)
     common = dict(
         settings=settings,
