@@ -156,7 +156,8 @@ def tagging_inputs(cfg: DictConfig, data_dir: Path | None) -> tuple[dict, object
         tagger = ColumnTagger.load(features.tagger)
         corpus = {s: tagger.fill(docs) for s, docs in corpus.items()}
         files += [Path(features.tagger) / m / "model.safetensors" for m in ("pos", "chunk")]
-        extraction["tagger_tokens"] = "treebank"  # the tagger reads Penn Treebank brackets, quotes
+        # how the tagger reads: Penn Treebank brackets and quotes, one sentence at a time
+        extraction["tagger_input"] = "treebank sentences"
     return corpus, features, feature_cache_key(extraction, files, cfg.data.max_docs)
 
 

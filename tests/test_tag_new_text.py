@@ -273,6 +273,35 @@ def test_the_column_tagger_reads_brackets_and_quotes_as_the_treebank_writes_them
     assert filled_raw.columns == filled_penn.columns
 
 
+def test_the_column_tagger_gives_its_chains_one_sentence_at_a_time(monkeypatch):
+    """The chains learned from sentences: a document's sentences are tagged apart and joined."""
+    from structperc.data import Document
+    from structperc.tasks import loading
+
+    seen = []
+
+    def fake_labels(model, docs, batch_size, device):  # a tag naming its sentence and position
+        seen.append((model, [d.tokens for d in docs], [d.sentence_starts for d in docs]))
+        return [[f"{model}{d.tokens[0]}{i}" for i in range(len(d))] for d in docs]
+
+    monkeypatch.setattr(loading, "predict_labels", fake_labels)
+    doc = Document(tokens=["(", "a", "b", ".", "c", '"', "d"], sentence_starts=[0, 4, 4])
+    (filled,) = loading.ColumnTagger("P", "B-").fill([doc, Document(tokens=[])])[:1]
+    sentences = [["-LRB-", "a", "b", "."], ["c", "``", "d"]]  # the empty sentence is skipped
+    assert seen[0] == ("P", sentences, [[0], [0]]) and seen[1][1] == sentences
+    assert filled.tokens == doc.tokens and filled.sentence_starts == [0, 4, 4]
+    assert filled.columns["pos"] == [
+        "P-LRB-0",
+        "P-LRB-1",
+        "P-LRB-2",
+        "P-LRB-3",
+        "Pc0",
+        "Pc1",
+        "Pc2",
+    ]
+    assert filled.columns["chunk"][3:5] == ["B--LRB-3", "B-c0"]
+
+
 @pytest.mark.realdata
 def test_the_final_fit_trains_on_every_sentence(tmp_path_factory, synthetic_dir):
     from structperc.data.loading import resolve_data_dir

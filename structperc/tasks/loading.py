@@ -19,7 +19,7 @@ from structperc.data.treebank import as_treebank
 from structperc.features.pipeline import LocalFeatures
 from structperc.model.files import load_model
 from structperc.model.weights import ChainWeights
-from structperc.structures.chain import ChainData, ChainStructure
+from structperc.structures.chain import ChainData, ChainStructure, sub_document
 from structperc.structures.rescoring import DocumentRescoring
 
 
@@ -77,12 +77,30 @@ class ColumnTagger:
         return cls(load_tagger(run_dir / "pos"), load_tagger(run_dir / "chunk"), **kwargs)
 
     def fill(self, docs: list[Document]) -> list[Document]:
-        """Copies of ``docs`` whose POS and chunk columns are the taggers' (IOB2 chunks).  The
-        taggers read the tokens in Penn Treebank form (``data.treebank``: brackets and double
-        quotes rewritten); the copies keep the documents' own tokens."""
-        read = [as_treebank(d) for d in docs]
-        pos = predict_labels(self.pos, read, self.batch_size, self.device)
-        with_pos = [with_columns(d, pos=p) for d, p in zip(read, pos, strict=True)]
+        """Copies of ``docs`` whose POS and chunk columns are the taggers' (IOB2 chunks).
+
+        Each sentence is tagged on its own, as the chains were trained (a CoNLL-2000 document is
+        one sentence): over a whole document they would read across sentence ends and carry
+        chunks over them.  The taggers read the tokens in Penn Treebank form (``data.treebank``:
+        brackets and double quotes rewritten); the copies keep the documents' own tokens.
+        """
+        treebank = [as_treebank(d) for d in docs]
+        counts = [len(sentence_spans(d)) for d in treebank]
+        sentences = [sub_document(d, s, e) for d in treebank for s, e in sentence_spans(d)]
+        pos = predict_labels(self.pos, sentences, self.batch_size, self.device)
+        with_pos = [with_columns(d, pos=p) for d, p in zip(sentences, pos, strict=True)]
         chunks = predict_labels(self.chunk, with_pos, self.batch_size, self.device)
         chunks = [iobes_to_iob2(c) for c in chunks]  # a chunker trained on IOBES
-        return [with_columns(d, pos=p, chunk=c) for d, p, c in zip(docs, pos, chunks, strict=True)]
+        out, k = [], 0
+        for doc, n in zip(docs, counts, strict=True):
+            doc_pos = [t for p in pos[k : k + n] for t in p]
+            doc_chunks = [t for c in chunks[k : k + n] for t in c]
+            out.append(with_columns(doc, pos=doc_pos, chunk=doc_chunks))
+            k += n
+        return out
+
+
+def sentence_spans(doc: Document) -> list[tuple[int, int]]:
+    """The [start, end) token spans of the sentences of ``doc`` that have tokens."""
+    bounds = [*doc.sentence_starts, len(doc)]
+    return [(s, e) for s, e in zip(bounds, bounds[1:], strict=False) if e > s]
