@@ -4,7 +4,8 @@ Kazama & Torisawa (2007, Table 5) replace the given columns by a tagger's; ours 
 (README).  This measures, on a CoNLL-2003 split, the agreement of the tagger's POS tags with the
 given POS column (all tokens, entity tokens, and tokens of all-capital sentences: headlines) and
 the chunk F1 of its chunks against the given chunk column (IOB2), with the most frequent POS
-disagreements on entity tokens.
+disagreements on entity tokens.  The Penn Treebank's two quote tags (`` and '') count as
+CoNLL-2003's one (").
 
     python experiments/tagchunk/agreement.py \\
         --tagger experiments/tagchunk/runs/conll00_tagchunk_jackknife \\
@@ -31,6 +32,10 @@ def all_capitals(words: list[str]) -> bool:
     return bool(cased) and all(w.isupper() for w in cased)
 
 
+# the tagger writes the Penn Treebank's opening and closing quote tags, CoNLL-2003 one tag
+SAME_TAG = {"``": '"', "''": '"'}
+
+
 def agreement(pairs: list[tuple[str, str]]) -> float:
     return 100.0 * sum(a == b for a, b in pairs) / max(len(pairs), 1)
 
@@ -52,7 +57,8 @@ def main() -> None:
         for a, b in zip(starts, starts[1:], strict=False):
             caps = all_capitals(given.tokens[a:b])
             for i in range(a, b):
-                pair = (given.columns["pos"][i], tagged.columns["pos"][i])
+                ours = tagged.columns["pos"][i]
+                pair = (given.columns["pos"][i], SAME_TAG.get(ours, ours))
                 every.append(pair)
                 if given.tags[i] != "O":
                     entity.append(pair)
