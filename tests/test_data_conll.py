@@ -318,3 +318,9 @@ def test_real_conll2000_counts(data_dir):
         assert len(docs) == n_sentences
         assert sum(map(len, docs)) == n_tokens
         assert sum(len(spans(d.tags)) for d in docs) == n_chunks
+
+
+def test_sentence_spans_skip_empty_sentences():
+    doc = Document(tokens=list("abcde"), sentence_starts=[0, 2, 2, 4])
+    assert doc.sentence_spans() == [(0, 2), (2, 4), (4, 5)]
+    assert Document(tokens=[]).sentence_spans() == []

@@ -53,8 +53,7 @@ def main() -> None:
     filled = ColumnTagger.load(args.tagger).fill(docs)
     every, entity, headline = [], [], []
     for given, tagged in zip(docs, filled, strict=True):
-        starts = [*given.sentence_starts, len(given)]
-        for a, b in zip(starts, starts[1:], strict=False):
+        for a, b in given.sentence_spans():
             caps = all_capitals(given.tokens[a:b])
             for i in range(a, b):
                 ours = tagged.columns["pos"][i]

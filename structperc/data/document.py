@@ -29,3 +29,8 @@ class Document:
 
     def __len__(self) -> int:
         return len(self.tokens)
+
+    def sentence_spans(self) -> list[tuple[int, int]]:
+        """The [start, end) token spans of the sentences that have tokens."""
+        bounds = [*self.sentence_starts, len(self.tokens)]
+        return [(s, e) for s, e in zip(bounds, bounds[1:], strict=False) if e > s]

@@ -25,8 +25,14 @@ from structperc.data.document import Document
 
 BRACKETS = {"(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-", "{": "-LCB-", "}": "-RCB-"}
 OPENING, CLOSING = "``", "''"
-TYPOGRAPHIC = {"\u201c": OPENING, "\u201e": OPENING, "\u00ab": OPENING, "\u201d": CLOSING}
-TYPOGRAPHIC["\u00bb"] = CLOSING
+# “ „ « open, ” » close
+TYPOGRAPHIC = {
+    "\u201c": OPENING,
+    "\u201e": OPENING,
+    "\u00ab": OPENING,
+    "\u201d": CLOSING,
+    "\u00bb": CLOSING,
+}
 STRAIGHT = '"'
 
 

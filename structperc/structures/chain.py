@@ -88,11 +88,9 @@ class ChainData:
             raise ValueError("splitting into sentences needs the documents")
         units, docs = [], []
         for d, doc in enumerate(self.documents):
-            bounds = [*doc.sentence_starts, len(doc)]
-            for s, e in zip(bounds[:-1], bounds[1:], strict=True):
-                if e > s:
-                    units.append((d, s, e))
-                    docs.append(sub_document(doc, s, e))
+            for s, e in doc.sentence_spans():
+                units.append((d, s, e))
+                docs.append(sub_document(doc, s, e))
         starts = self.features.doc_offsets[[u[0] for u in units]]
         bounds = torch.tensor([[s, e] for _, s, e in units], dtype=torch.long).view(-1, 2)
         doc_offsets = torch.cat([starts + bounds[:, 0], (starts + bounds[:, 1])[-1:]])

@@ -85,22 +85,18 @@ class ColumnTagger:
         brackets and double quotes rewritten); the copies keep the documents' own tokens.
         """
         treebank = [as_treebank(d) for d in docs]
-        counts = [len(sentence_spans(d)) for d in treebank]
-        sentences = [sub_document(d, s, e) for d in treebank for s, e in sentence_spans(d)]
+        spans = [d.sentence_spans() for d in treebank]
+        sentences = [
+            sub_document(d, s, e) for d, ss in zip(treebank, spans, strict=True) for s, e in ss
+        ]
         pos = predict_labels(self.pos, sentences, self.batch_size, self.device)
         with_pos = [with_columns(d, pos=p) for d, p in zip(sentences, pos, strict=True)]
         chunks = predict_labels(self.chunk, with_pos, self.batch_size, self.device)
         chunks = [iobes_to_iob2(c) for c in chunks]  # a chunker trained on IOBES
         out, k = [], 0
-        for doc, n in zip(docs, counts, strict=True):
+        for doc, n in zip(docs, map(len, spans), strict=True):
             doc_pos = [t for p in pos[k : k + n] for t in p]
             doc_chunks = [t for c in chunks[k : k + n] for t in c]
             out.append(with_columns(doc, pos=doc_pos, chunk=doc_chunks))
             k += n
         return out
-
-
-def sentence_spans(doc: Document) -> list[tuple[int, int]]:
-    """The [start, end) token spans of the sentences of ``doc`` that have tokens."""
-    bounds = [*doc.sentence_starts, len(doc)]
-    return [(s, e) for s, e in zip(bounds, bounds[1:], strict=False) if e > s]
