@@ -155,3 +155,35 @@ def test_an_iobes_chunker_writes_iob2_gold_and_predictions(tmp_path):
     rows = [line.split() for line in (tmp_path / "test.pred.txt").read_text().splitlines()]
     rows = [r for r in rows if r and r[0] != "-DOCSTART-"]
     assert [r[-2] for r in rows] == tags and [r[-1] for r in rows] == tags
+
+
+def test_a_pos_chain_reports_token_accuracy_not_a_chunk_f1(tmp_path, caplog):
+    from structperc.tasks.tagging import has_chunks, run_tagging
+
+    assert has_chunks(["O", "B-NP"]) and has_chunks(["I-PER", "O"]) and has_chunks(["S-NP"])
+    assert not has_chunks(["DT", "NN", "VBD", "-LRB-", "O"])
+    words = "the cat sat on a mat".split()
+    pos = ["DT", "NN", "VBD", "IN", "DT", "NN"]
+    docs = [Document(words, columns={}, tags=list(pos), source=f"s:{i}") for i in range(4)]
+    with caplog.at_level("INFO", logger="structperc"):
+        results = run_tagging(
+            corpus={"train": docs, "dev": docs[:1], "test": docs[:1]},
+            features=LocalFeatures(
+                attributes=["w"], bigram_attributes=[], gazetteer="none", min_count=1, edges=False
+            ),
+            learner=Perceptron(average=True),
+            out_dir=tmp_path,
+            cache_dir=None,
+            cache_key={},
+            settings=FitSettings(max_epochs=3, progress=False),
+            eval_every=1,
+            batch_size=4,
+            save=False,
+            write_predictions=False,
+            hparams={},
+            checkpoint=False,
+        )
+    assert results["test"]["accuracy"] == 100.0
+    assert [h["dev_accuracy"] for h in results["history"]][-1] == 100.0
+    assert "dev_f1" not in results["history"][-1]
+    assert "test: accuracy 100.00%" in caplog.text and "F1" not in caplog.text

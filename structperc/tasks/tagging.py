@@ -80,6 +80,12 @@ def carry_tagger(source: Path, target: Path) -> None:
             shutil.copyfile(source / part / name, target / part / name)
 
 
+def has_chunks(labels: list[str]) -> bool:
+    """Whether ``labels`` are chunk tags (IOB2 or IOBES), scored by conlleval's F1; a tag set
+    such as the Penn Treebank's POS tags has none and is scored by token accuracy."""
+    return any(t[:2] in ("B-", "I-", "E-", "S-") for t in labels)
+
+
 def score_predictions(
     labels: list[str], docs: list[Document], pred_ids: list[list[int]]
 ) -> tuple[ChunkScores, list[list[str]]]:
@@ -151,12 +157,15 @@ def run_tagging(
     def decode(split: str, structure=structure) -> list[list[int]]:
         return structure.predict(data[split], batch_size=batch_size, device=device)
 
+    # chunk tags are scored by F1; other tags (the tagchunk POS tagger's) by token accuracy
+    metric = "f1" if has_chunks(labels) else "accuracy"
+
     def evaluate_during_training() -> dict[str, float]:
         s, _ = score_predictions(labels, corpus[eval_split], decode(eval_split, during_training))
-        return {"f1": s.f1, "precision": s.precision, "recall": s.recall}
+        return {"f1": s.f1, "precision": s.precision, "recall": s.recall, "accuracy": s.accuracy}
 
     every = eval_every if group.is_main else 0
-    report = EpochReporter(monitor, updater, every, eval_split, evaluate_during_training, ("f1",))
+    report = EpochReporter(monitor, updater, every, eval_split, evaluate_during_training, (metric,))
     checkpoints = Checkpoint(out_dir / "checkpoint", {"labels": labels}) if checkpoint else None
     hooks = {"on_epoch": report, "checkpoint": checkpoints, "resume": resume, "group": group}
     result = fit(learner, structure, updater, data["train"], settings, **hooks)
@@ -182,7 +191,10 @@ def run_tagging(
         t0 = time.perf_counter()
         s, pred = score_predictions(labels, corpus[split], decode(split))
         results[split] = chunk_scores(s) | {"decode_seconds": time.perf_counter() - t0}
-        log.info("%s: P %.2f R %.2f F1 %.2f", split, s.precision, s.recall, s.f1)
+        if metric == "f1":
+            log.info("%s: P %.2f R %.2f F1 %.2f", split, s.precision, s.recall, s.f1)
+        else:
+            log.info("%s: accuracy %.2f%%", split, s.accuracy)
         if write_predictions:  # gold in IOB2 beside the predictions, as they are scored
             gold = [with_columns(d) for d in corpus[split]]
             for d in gold:
@@ -201,6 +213,6 @@ def run_tagging(
     # this process, from the corpus in memory to here: features (or the cache), BPM, training,
     # evaluation, model file
     results["job_seconds"] = time.perf_counter() - t_job
-    final = {f"{s}_f1": results[s]["f1"] for s in ("dev", "test") if s in results}
+    final = {f"{s}_{metric}": results[s][metric] for s in ("dev", "test") if s in results}
     finish(out_dir, monitor, results, final)
     return results
