@@ -280,13 +280,15 @@ def tagchunk(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
             gazetteer="none",
             gazetteers=[],
         )
+        if part == "chunk" and task.get("chunk_edges") is not None:
+            fcfg["edges"] = bool(task.chunk_edges)  # the weight tables', not the feature ids'
         built[part] = instantiate(fcfg)
         extraction = extraction_settings(fcfg)
         extraction["part"] = part
         keys[part] = feature_cache_key(extraction, files, cfg.data.max_docs) | {
             "dev_sentences": task.dev_sentences
         }
-    train_pos = task.get("chunk_train_pos", "given")
+    train_pos, jackknife_key = task.get("chunk_train_pos", "given"), None
     if train_pos != "given":  # the chunker's training POS column is the fold taggers'
         keys["chunk"] |= {
             "chunk_train_pos": train_pos,
@@ -299,6 +301,8 @@ def tagchunk(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
                 "seed": cfg.seed,
             },
         }
+        # the fold taggers' column is cached apart: a run that changes only the chunker reuses it
+        jackknife_key = {k: keys["chunk"][k] for k in ("pos_folds", "pos_tagger")}
     results = run_tagchunk(
         corpus=corpus,
         pos_features=built["pos"],
@@ -316,6 +320,7 @@ def tagchunk(cfg: DictConfig, out_dir: Path, data_dir: Path | None) -> float:
         chunk_train_pos=train_pos,
         pos_folds=int(task.get("pos_folds", 5)),
         chunk_encoding=task.get("chunk_encoding", "iob2"),
+        jackknife_key=jackknife_key,
     )
     return float(results["dev"]["chunk_f1"]) if "dev" in results else float("nan")  # no dev split
 

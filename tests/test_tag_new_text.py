@@ -261,6 +261,31 @@ def test_the_column_tagger_fills_pos_and_chunk_columns(tagchunk_run, synthetic_d
 
 
 @pytest.mark.realdata
+def test_a_second_run_that_changes_only_the_chunker_reuses_the_fold_taggers_column(
+    tagchunk_run, tmp_path_factory
+):
+    from structperc.data.loading import resolve_data_dir
+
+    first = json.loads((tagchunk_run / "results.json").read_text())
+    assert first["jackknife_cache_hit"] is False
+    overrides = [
+        "+experiment=conll00_tagchunk",
+        "data.max_docs=300",
+        "task.dev_sentences=50",
+        "trainer.max_epochs=2",
+        "task.pos_folds=2",
+        "task.chunk_edges=true",  # the chunker's weights change, not the fold taggers
+        f"cache_dir={tagchunk_run}_cache",
+    ]
+    again = _trained(tmp_path_factory, resolve_data_dir(None), "tagchunk_edges", overrides)
+    r = json.loads((again / "results.json").read_text())
+    assert r["jackknife_cache_hit"] is True
+    assert r["jackknife_pos_accuracy"] == first["jackknife_pos_accuracy"]
+    assert json.loads((again / "chunk" / "model.json").read_text())["edges"] is True
+    assert json.loads((again / "pos" / "model.json").read_text())["edges"] is False
+
+
+@pytest.mark.realdata
 def test_the_column_tagger_reads_brackets_and_quotes_as_the_treebank_writes_them(tagchunk_run):
     from structperc.data import Document
     from structperc.tasks.loading import ColumnTagger

@@ -187,3 +187,25 @@ def test_a_pos_chain_reports_token_accuracy_not_a_chunk_f1(tmp_path, caplog):
     assert [h["dev_accuracy"] for h in results["history"]][-1] == 100.0
     assert "dev_f1" not in results["history"][-1]
     assert "test: accuracy 100.00%" in caplog.text and "F1" not in caplog.text
+
+
+def test_the_jackknifed_column_is_cached_by_what_decides_it(tmp_path):
+    train, calls = sentences(4), []
+
+    def compute(tag="X"):
+        calls.append(tag)
+        return [tagchunk.with_columns(d, pos=[tag]) for d in train]
+
+    key = {"pos_folds": 2, "pos_tagger": {"seed": 0}}
+    out, hit = tagchunk.cached_jackknife(tmp_path, key, train, compute)
+    assert not hit and [d.columns["pos"] for d in out] == [["X"]] * 4
+    again, hit = tagchunk.cached_jackknife(tmp_path, key, train, lambda: compute("Y"))
+    assert hit and calls == ["X"] and [d.columns["pos"] for d in again] == [["X"]] * 4
+    assert [d.tokens for d in again] == [d.tokens for d in train]
+    assert train[0].columns["pos"] == ["T0"]  # copies: the training sentences are not changed
+    other, hit = tagchunk.cached_jackknife(tmp_path, key | {"pos_folds": 3}, train, compute)
+    assert not hit and calls == ["X", "X"]
+    out, hit = tagchunk.cached_jackknife(None, key, train, compute)  # no cache folder
+    assert not hit and calls == ["X", "X", "X"]
+    with pytest.raises(ValueError, match="jackknife cache .*pos.json: 4 sentences .* the 3"):
+        tagchunk.cached_jackknife(tmp_path, key, train[:3], compute)

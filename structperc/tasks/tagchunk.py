@@ -39,8 +39,9 @@ from structperc.data.document import Document
 from structperc.data.tags import iob2_to_iobes
 from structperc.data.treebank import as_treebank
 from structperc.eval.chunks import evaluate
+from structperc.features.cache import cache_key
 from structperc.features.pipeline import LocalFeatures
-from structperc.io import atomic_write_json
+from structperc.io import atomic_write_json, read_json
 from structperc.tasks.loading import ColumnTagger, load_tagger, predict_labels
 from structperc.tasks.tagging import run_tagging
 from structperc.train import FitSettings
@@ -144,6 +145,32 @@ def jackknife_pos(
     return [with_columns(d, pos=p) for d, p in zip(train, tagged, strict=True)]
 
 
+def cached_jackknife(
+    cache_dir: str | Path | None, key: dict, train: list[Document], compute
+) -> tuple[list[Document], bool]:
+    """(``compute()``'s jackknifed copies of ``train``, hit), through an entry of ``cache_dir``
+    keyed by ``key`` (what decides the fold taggers' tags: their features, learner, trainer
+    settings, seed, folds and the data files), so a second run that changes only the chunker
+    skips the fold taggers.  A hit whose columns do not fit ``train`` is an error naming the
+    entry."""
+    if cache_dir is None:
+        return compute(), False
+    entry = Path(cache_dir) / cache_key({"jackknife_pos": key}) / "pos.json"
+    if entry.is_file():
+        pos = read_json(entry)["pos"]
+        lengths = [len(d) for d in train]
+        if [len(p) for p in pos] != lengths:
+            raise ValueError(
+                f"jackknife cache {entry}: {len(pos)} sentences that do not fit the "
+                f"{len(lengths)} training sentences; delete that folder"
+            )
+        log.info("jackknifed POS column loaded from the cache (%s)", entry.parent)
+        return [with_columns(d, pos=p) for d, p in zip(train, pos, strict=True)], True
+    out = compute()
+    atomic_write_json(entry, {"pos": [d.columns["pos"] for d in out], "key": key})
+    return out, False
+
+
 def run_tagchunk(
     *,
     corpus: dict[str, list[Document]],
@@ -162,12 +189,15 @@ def run_tagchunk(
     chunk_train_pos: str = "given",
     pos_folds: int = 5,
     chunk_encoding: str = "iob2",
+    jackknife_key: dict | None = None,
 ) -> dict:
     """Train the two chains into ``out_dir/pos`` and ``out_dir/chunk``; score the cascade.
 
     ``chunk_train_pos``: the POS column the chunker trains on, the data's (``given``) or a
     ``pos_folds``-fold jackknife of the tagger's (``jackknife``, ``jackknife_pos``).
-    ``chunk_encoding``: the chunker's training tags, ``iob2`` (the data's) or ``iobes``."""
+    ``chunk_encoding``: the chunker's training tags, ``iob2`` (the data's) or ``iobes``.
+    ``jackknife_key``: what decides the fold taggers' tags; given, their column is cached in
+    ``cache_dir`` (``cached_jackknife``)."""
     check_choice("chunk_train_pos", chunk_train_pos, CHUNK_TRAIN_POS)  # before any training
     check_choice("chunk_encoding", chunk_encoding, CHUNK_ENCODINGS)
     t_job = time.perf_counter()
@@ -195,13 +225,18 @@ def run_tagchunk(
     chunk_splits, jackknife_seconds = splits, 0.0
     if chunk_train_pos == "jackknife":
         t0 = time.perf_counter()
-        train = jackknife_pos(
+        train, jackknife_hit = cached_jackknife(
+            cache_dir if jackknife_key is not None else None,
+            jackknife_key or {},
             splits["train"],
-            folds=pos_folds,
-            pos_features=unfitted[0],
-            pos_learner=unfitted[1],
-            settings=settings,
-            batch_size=batch_size,
+            lambda: jackknife_pos(
+                splits["train"],
+                folds=pos_folds,
+                pos_features=unfitted[0],
+                pos_learner=unfitted[1],
+                settings=settings,
+                batch_size=batch_size,
+            ),
         )
         chunk_splits, jackknife_seconds = splits | {"train": train}, time.perf_counter() - t0
     chunk = run_tagging(
@@ -256,6 +291,7 @@ def run_tagchunk(
     results["train_seconds"] = {"pos": pos["train_seconds"], "chunk": chunk["train_seconds"]}
     if chunk_train_pos == "jackknife":
         results["pos_folds"], results["train_seconds"]["jackknife"] = pos_folds, jackknife_seconds
+        results["jackknife_cache_hit"] = jackknife_hit
         train_tags = [t for d in chunk_splits["train"] for t in d.columns["pos"]]
         given = [t for d in splits["train"] for t in d.columns["pos"]]
         right = sum(a == b for a, b in zip(train_tags, given, strict=True))
