@@ -376,6 +376,36 @@ def test_token_scores_kernel_equals_blocked_scan(seed, T, L, integer, shared_edg
         assert score.item() == loop_score
 
 
+@SETTINGS
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    T=st.integers(1, 40),
+    L=st.integers(1, 12),
+    integer=st.booleans(),
+)
+def test_both_token_kernels_give_the_loops_path(seed, T, L, integer):
+    """The blocked scan and the recursion, each forced, against the plain loop: the same path
+    (ties included), and the same score (exactly with integer scores)."""
+    node, edge, pot = token_problem(seed, T, L, integer=integer)
+    loop_path, loop_score = reference.viterbi_loop(pot[0], T)
+    for blocked in (True, False):
+        path, score = viterbi_tokens(node, edge, blocked=blocked)
+        assert path.tolist() == loop_path, blocked
+        assert score.item() == (loop_score if integer else pytest.approx(loop_score))
+
+
+def test_the_blocked_scan_is_chosen_where_it_pays():
+    """NER's 9 labels over a document: the scan; the 45 POS tags or 315 joint labels of a
+    sentence, and any very short sequence: the recursion; on a GPU always the scan."""
+    from structperc.decode.viterbi import blocked_scan_pays
+
+    assert blocked_scan_pays(200, 9, "cpu") and blocked_scan_pays(24, 9, "cpu")
+    assert not blocked_scan_pays(24, 45, "cpu") and not blocked_scan_pays(24, 315, "cpu")
+    assert not blocked_scan_pays(24, 23, "cpu") and blocked_scan_pays(200, 23, "cpu")
+    assert not blocked_scan_pays(4, 9, "cpu")
+    assert blocked_scan_pays(24, 315, "cuda") and blocked_scan_pays(4, 9, torch.device("cuda"))
+
+
 @pytest.mark.parametrize("T", [2, 3, 17, 215, 1000])
 def test_token_scores_kernel_on_long_sequences(T):
     """Every block layout (a last block full or partial) against the plain loop."""
