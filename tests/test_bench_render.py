@@ -26,9 +26,9 @@ def bench():
         sys.path.remove(str(BENCH))
 
 
-def _perceptron_worker(system: str, x: float) -> dict:
+def _perceptron_worker(system: str, x: float, task: str = "ner") -> dict:
     out = {
-        "num_labels": 9,
+        "num_labels": 9 if task == "ner" else 45,
         "features_breakdown_s": {"all": x},
         "train_breakdown_s": {"fit": x},
         "epoch_s_all": [x, x],
@@ -37,10 +37,16 @@ def _perceptron_worker(system: str, x: float) -> dict:
         "rss_after_training_mb": 180.0,
         "peak_rss_mb": 200.0 * x,
         "rss_delta_mb": 100.0 * x,
-        "test_f1": 60.0 + x,
         "surface_features": 1000,
         "parameters": 90_000 if system == "structperc" else 9_000,
     }
+    if task == "ner":
+        out["test_f1"] = 60.0 + x
+    else:
+        out["test_accuracy"] = 95.0 + x
+        out["data"] = {s: {"documents": 4, "tokens": 100} for s in ("train", "dev", "test")}
+        if system == "structperc":
+            out |= {"train_median_length": 23, "blocked_scan_pays_at_median_length": False}
     for key in ("features_s", "epoch_s", "train_total_s"):
         out[key] = out[key.replace("_s", "_cpu_s")] = x
     for key in ("decode_b1_tps", "decode_b64_tps", "decode_b256_tps"):
@@ -112,6 +118,35 @@ def _rerank_section(bench, common: dict) -> dict:
         "lists": {"documents": 4, "rows": lists, "peak_rss_mb": 300.0},
         "kazama": kazama,
         "collins": collins,
+    }
+
+
+def _pos_section(bench, common: dict) -> dict:
+    rounds = [
+        {s: _perceptron_worker(s, x, "pos") for s, x in (("structperc", 1.0), ("crfsuite", 2.0))}
+    ]
+    features = {
+        "attributes": ["w", "wl", "p1"],
+        "window": 2,
+        "bigram_attributes": ["wl"],
+        "trigram_attributes": [],
+        "gazetteer": "none",
+        "min_count": 2,
+        "edges": False,
+    }
+    return {
+        "config": {
+            **common,
+            **bench.pos_bench.QUICK,
+            "task": "pos",
+            "features": features,
+            "dev_sentences": 1000,
+            "settings_from": "+experiment=conll00_tagchunk",
+            "rounds_done": 1,
+        },
+        "wall_seconds": 1.0,
+        "summary": bench.perceptron_bench.summarize(rounds, "pos"),
+        "rounds": rounds,
     }
 
 
@@ -249,6 +284,7 @@ def _results(bench) -> dict:
                 },
             },
             "rerank": _rerank_section(bench, common),
+            "pos": _pos_section(bench, common),
         },
     }
     return json.loads(json.dumps(results))  # as read back from results.json
@@ -258,6 +294,7 @@ def test_render_every_section_and_required_row(bench):
     text = bench.render(_results(bench))
     for heading in ("## 1. ", "## 2. ", "## 3. ", "## 4. ", "## 5. ", "## 6. "):
         assert heading in text
+    assert "## 7. POS tagger (45 tags, CoNLL-2000): structperc vs CRFsuite" in text
     assert "## Every row at a glance" in text
     for row in (
         "20-best, training loop",
@@ -282,8 +319,17 @@ def test_render_every_section_and_required_row(bench):
         "not made by a jackknife",
         "no peer, absolute figures only",
         "| train (4), n = 20, batch 1 | 0.300 | 0.900 | **0.100** |",
+        "| 7 | POS tagger: Test accuracy (%) after k epochs | 96.00 | CRFsuite 97.00 | 0.990 "
+        "(-1.00 accuracy points) |",
+        "| 7 | POS tagger: Training, seconds per epoch (averaged perceptron) |",
+        "| Test F1 after k epochs | 61.00 | 62.00 |",  # section 1 keeps its F1
+        "no edge features",
+        '`structperc.decode.viterbi.blocked_scan_pays(T, L, "cpu")` is False',
+        "train 4 sentences / 100 tokens",
     ):
         assert row in text, row
+    pos = text[text.index("## 7. ") :]
+    assert "Test F1" not in pos and "edge features (feature x previous" not in pos
     assert "0.50×, i.e. 2.00× slower" in text  # CRF: 2 s against CRFsuite's 1 s per iteration
     assert "2.00× faster" in text  # CRF, edges=false: 0.5 s against CRFsuite's 1 s
     assert "Quick run on small slices" in text
@@ -306,7 +352,7 @@ def test_render_schema_1_results(bench):
     }
     text = bench.render(bench.upgrade(old))
     assert "## 1. " in text and "## 2. " not in text
-    assert "Not in this results.json: section(s) crf, nbest, proposed, dp, rerank" in text
+    assert "Not in this results.json: section(s) crf, nbest, proposed, dp, rerank, pos" in text
 
 
 def test_merge_keeps_the_other_sections(bench, tmp_path):
@@ -342,3 +388,34 @@ def test_parse_sets(bench):
         "nbest": {"repeats": 1},
         "crf": {"semiring": "log"},
     }
+
+
+def test_pos_section_runs_section_1_workers_on_pos_without_saving(bench, monkeypatch):
+    """Section 7 runs section 1's workers with ``task: pos`` and the tagchunk tagger's settings
+    from conf/, and never saves the shared model; section 1 (NER) still saves it."""
+    from omegaconf import OmegaConf
+
+    calls = []
+
+    def fake_worker(script, system, cfg):
+        calls.append((system, cfg))
+        return _perceptron_worker(system, 1.0, cfg.get("task", "ner"))
+
+    monkeypatch.setattr(bench.perceptron_bench, "run_worker", fake_worker)
+    base = {"data_dir": "d", "max_docs": None, "quick": True, "threads": 1, "model_dir": "m"}
+    section = bench.pos_bench.run({**base, **bench.pos_bench.QUICK})
+    assert [system for system, _ in calls] == ["structperc", "crfsuite"]
+    for _, cfg in calls:
+        assert cfg["task"] == "pos" and "save_model" not in cfg and "model_dir" not in cfg
+    task = OmegaConf.load(bench.REPO / "conf" / "task" / "tagchunk.yaml")
+    features = calls[0][1]["features"]
+    assert features["attributes"] == list(task.pos_attributes)
+    assert features["bigram_attributes"] == list(task.pos_bigrams)
+    assert features["edges"] is False and features["gazetteer"] == "none"
+    assert calls[0][1]["dev_sentences"] == task.dev_sentences
+    assert "test_accuracy" in section["summary"] and "test_f1" not in section["summary"]
+    calls.clear()
+    section = bench.perceptron_bench.run({**base, **bench.perceptron_bench.QUICK})
+    assert [cfg.get("save_model") for _, cfg in calls] == ["m", None]
+    assert all(cfg.get("task", "ner") == "ner" for _, cfg in calls)
+    assert "test_f1" in section["summary"] and "test_accuracy" not in section["summary"]

@@ -23,10 +23,14 @@ Sections, in order (each a module beside this file, its workers in fresh process
    lists of the test set by documents (n = 20, 100) and sentences (n = 20), Kazama's non-local
    and Collins's global features of them, seconds per epoch of the candidate algorithm
    (re-ranking 1) and of the voted perceptron, the voted prediction, boosting rounds per second.
+7. ``pos`` (``pos_bench.py``): section 1 for the tagchunk task's POS tagger (Penn Treebank
+   tags, 44 of them in CoNLL-2000's training sentences; node features + a transition matrix as
+   in CRFsuite) against CRFsuite's averaged perceptron — section 1's workers with
+   ``task: pos``; test accuracy instead of F1.  Saves no model.
 
 Every timing is set beside a peer measured in the same script where one exists (CRFsuite), as
 a ratio of medians over repeats.  The settings (``DEFAULTS`` of each section) are sized for about
-20-25 minutes on a 2-core machine from the parts' known timings.  ``--quick`` (about a minute)
+25-30 minutes on a 2-core machine from the parts' known timings.  ``--quick`` (about a minute)
 runs everything on small slices, to check the plumbing; its numbers mean nothing.
 
 Writes ``results.json`` (every raw number, the settings, the machine) and ``README.md`` (rendered
@@ -52,6 +56,7 @@ import crf_bench
 import dp_bench
 import nbest_bench
 import perceptron_bench
+import pos_bench
 import profile_render
 import proposed_bench
 import rerank_bench
@@ -65,6 +70,7 @@ SECTIONS = {
     "proposed": proposed_bench,
     "dp": dp_bench,
     "rerank": rerank_bench,
+    "pos": pos_bench,
 }
 NEEDS_SHARED_MODEL = ("crf", "nbest", "proposed", "rerank")
 SCHEMA = 2

@@ -28,6 +28,8 @@ REPO = HERE.parents[1]
 RUNS = REPO / "experiments" / "kazama2007" / "runs"
 # --quick: the first documents of each split
 QUICK_DOCS = {"train": 60, "dev": 15, "test": 20}
+# what perceptron_bench.py's workers measure (cfg["task"]): NER on CoNLL-2003, or POS tagging
+TASKS = ("ner", "pos")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,17 +107,77 @@ def find_data_dir() -> Path:
     return path.resolve()
 
 
+def task_of(cfg: dict) -> str:
+    """The task a worker measures: ``cfg["task"]``, "ner" (CoNLL-2003, the default) or "pos"
+    (the tagchunk POS tagger on CoNLL-2000)."""
+    task = cfg.get("task", "ner")
+    if task not in TASKS:
+        raise ValueError(f"bench task must be one of {TASKS}, got {task!r}")
+    return task
+
+
 def load_corpus(cfg: dict, splits: tuple[str, ...] = ("train", "dev", "test")) -> dict:
-    """CoNLL-2003 documents of ``splits``, the first ``cfg["max_docs"][split]`` if set."""
+    """CoNLL-2003 documents of ``splits``, the first ``cfg["max_docs"][split]`` if set; with
+    ``cfg["task"] == "pos"`` the POS tagger's sentences instead (``load_pos_corpus``)."""
     from structperc.data.conll import read_conll
 
+    if task_of(cfg) == "pos":
+        return load_pos_corpus(cfg, splits)
     folder = Path(cfg["data_dir"]) / "conll2003"
     corpus = {}
     for split in splits:
         docs = read_conll(folder / f"{split}.txt")
-        limit = cfg["max_docs"].get(split) if cfg.get("max_docs") else None
-        corpus[split] = docs[:limit] if limit else docs
+        corpus[split] = first_docs(cfg, split, docs)
     return corpus
+
+
+def first_docs(cfg: dict, split: str, docs: list) -> list:
+    """The first ``cfg["max_docs"][split]`` documents (``--quick``), else all."""
+    limit = cfg["max_docs"].get(split) if cfg.get("max_docs") else None
+    return docs[:limit] if limit else docs
+
+
+def load_pos_corpus(cfg: dict, splits: tuple[str, ...] = ("train", "dev", "test")) -> dict:
+    """The tagchunk POS tagger's data, as ``structperc.tasks.tagchunk.run_tagchunk`` makes it:
+    CoNLL-2000 sentences in Penn Treebank form (``as_treebank``), train minus its last
+    ``cfg["dev_sentences"]`` sentences (those are dev: ``split_dev``), tags = the POS column
+    (``as_pos_task``).  ``cfg["max_docs"]`` cuts each split after the dev split is taken."""
+    from structperc.data.loading import load_corpus as load_named
+    from structperc.data.treebank import as_treebank
+    from structperc.tasks.tagchunk import as_pos_task, split_dev
+
+    raw = load_named("conll2000", cfg["data_dir"])
+    corpus = split_dev(
+        {s: [as_treebank(d) for d in docs] for s, docs in raw.items()}, cfg["dev_sentences"]
+    )
+    return {s: as_pos_task(first_docs(cfg, s, corpus[s])) for s in splits}
+
+
+def tagchunk_pos_settings() -> dict:
+    """The tagchunk POS tagger's settings, read from the project's Hydra config so that they
+    cannot drift: ``+experiment=conll00_tagchunk`` composed as ``python -m structperc.run`` does,
+    its features with the task's ``pos_attributes``, ``pos_bigrams`` and ``pos_trigrams``, no
+    gazetteer (``structperc.run.tagchunk``, the "pos" part), and ``task.dev_sentences``."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base=None):
+        cfg = compose("config", overrides=["+experiment=conll00_tagchunk"])
+    task = cfg.task
+    features = OmegaConf.to_container(cfg.features, resolve=True)
+    features.pop("_target_", None)
+    features.update(
+        attributes=list(task.pos_attributes),
+        bigram_attributes=list(task.pos_bigrams),
+        trigram_attributes=list(task.get("pos_trigrams") or []),
+        gazetteer="none",
+        gazetteers=[],
+    )
+    return {
+        "features": features,
+        "dev_sentences": int(task.dev_sentences),
+        "settings_from": "+experiment=conll00_tagchunk",
+    }
 
 
 def corpus_info(corpus: dict) -> dict:
@@ -127,9 +189,12 @@ def corpus_info(corpus: dict) -> dict:
 
 def make_features(cfg: dict):
     """Kazama & Torisawa's local features (the defaults of ``LocalFeatures``, jackknifed
-    gazetteer)."""
+    gazetteer); with ``cfg["task"] == "pos"`` the tagchunk POS tagger's, ``cfg["features"]``
+    (``tagchunk_pos_settings``: no gazetteer, ``edges=False``)."""
     from structperc.features.pipeline import LocalFeatures
 
+    if task_of(cfg) == "pos":
+        return LocalFeatures(**cfg["features"])
     return LocalFeatures(gazetteer_path=str(Path(cfg["data_dir"]) / "conll2003" / "eng.list"))
 
 
@@ -137,6 +202,24 @@ def test_f1(gold_docs, pred_tags) -> float:
     from structperc.eval import evaluate
 
     return evaluate([d.tags for d in gold_docs], pred_tags).f1
+
+
+def test_accuracy(gold_docs, pred_tags) -> float:
+    """Token accuracy in percent: predicted tags equal to the gold ones, over every token."""
+    pairs = [
+        (g, p)
+        for d, tags in zip(gold_docs, pred_tags, strict=True)
+        for g, p in zip(d.tags, tags, strict=True)
+    ]
+    return 100.0 * sum(g == p for g, p in pairs) / len(pairs) if pairs else 0.0
+
+
+def test_quality(cfg: dict, gold_docs, pred_tags) -> dict:
+    """The test score of a task: {"test_f1": chunk F1} for NER, {"test_accuracy": token
+    accuracy} for POS (both in percent)."""
+    if task_of(cfg) == "pos":
+        return {"test_accuracy": test_accuracy(gold_docs, pred_tags)}
+    return {"test_f1": test_f1(gold_docs, pred_tags)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,7 +351,7 @@ def train_shared_weights(cfg: dict, epochs: int) -> tuple:
     mats = {s: feats.transform(docs, training=(s == "train")) for s, docs in corpus.items()}
     labels = label_set(corpus["train"])
     y = encode_labels(corpus["train"], labels)
-    weights = ChainWeights(feats.num_features, labels)
+    weights = ChainWeights(feats.num_features, labels, edges=feats.edges)  # NER: True
     updater = Updater(weights, average=True)
     fit(
         Perceptron(average=True),

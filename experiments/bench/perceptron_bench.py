@@ -21,6 +21,12 @@ worker's ``ru_maxrss`` right after imports and data loading.
 The structperc worker of the first round also saves its model and feature matrices
 (``common.save_shared_model``) for the later sections; ``worker_model`` does only that, for a
 bench run without this section.  Run through ``bench.py`` (``--only perceptron``).
+
+The workers, ``run`` and ``render`` are task-aware through the config key ``task``: "ner" (the
+default: this section) or "pos", section 7 (``pos_bench.py``): the tagchunk POS tagger (Penn
+Treebank tags on CoNLL-2000, ``common.load_pos_corpus`` and ``common.tagchunk_pos_settings``) with
+``edges=False`` weights, CRFsuite's model structure, scored by token accuracy instead of F1; it
+saves no shared model.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from common import (
     attribute_lists,
     attribute_strings,
     bounds_of,
+    corpus_info,
     fmt,
     iteration_times,
     kept_values,
@@ -49,8 +56,9 @@ from common import (
     save_shared_model,
     setup_threads,
     stamped_trainer,
+    task_of,
     tensor_mb,
-    test_f1,
+    test_quality,
     train_shared_weights,
     worker_main,
 )
@@ -77,6 +85,7 @@ def shared_info(cfg: dict) -> dict:
 # ---------------------------------------------------------------------------------------------
 def worker_structperc(cfg: dict) -> dict:
     from structperc.data.tags import encode_labels, label_set
+    from structperc.decode.viterbi import blocked_scan_pays
     from structperc.features.extract import FeatureMatrix
     from structperc.learn.perceptron import Perceptron
     from structperc.model.updates import Updater
@@ -88,6 +97,7 @@ def worker_structperc(cfg: dict) -> dict:
     corpus = load_corpus(cfg)
     rss_loaded = max_rss_mb()
     out: dict = {"system": "structperc", "rss_after_load_mb": rss_loaded}
+    out["data"] = corpus_info(corpus)
 
     # -- features: fit on train, transform train (jackknifed gazetteer), dev, test -------------
     sw = Stopwatch()
@@ -114,9 +124,11 @@ def worker_structperc(cfg: dict) -> dict:
     out["num_labels"] = len(labels)
     y_train = encode_labels(corpus["train"], labels)
     sw = Stopwatch()
-    weights = ChainWeights(feats.num_features, labels)
+    # NER: edge features (Kazama's Table 1); POS: node features + a transition matrix
+    weights = ChainWeights(feats.num_features, labels, edges=feats.edges)
     updater = Updater(weights, average=True)
     t_alloc = sw.lap()[0]
+    out["edges"] = weights.edges
     structure = ChainStructure(weights)
     learner = Perceptron(average=True)
     cpu_marks = [time.process_time()]  # CPU time at the start and after every epoch
@@ -140,6 +152,12 @@ def worker_structperc(cfg: dict) -> dict:
     out["epoch_cpu_s"] = median(out["epoch_cpu_s_all"])
     out["train_breakdown_s"] = {"alloc": t_alloc, "fit": result.seconds, "finalize": t_final}
     out["train_word_error"] = [h.word_error for h in result.history]
+    # which Viterbi kernel online training ran on a document of the median length (CPU)
+    lengths = sorted(len(d) for d in corpus["train"])
+    out["train_median_length"] = lengths[len(lengths) // 2]
+    out["blocked_scan_pays_at_median_length"] = blocked_scan_pays(
+        out["train_median_length"], len(labels), "cpu"
+    )
     out["parameters"] = sum(t.numel() for t in weights.tables().values())
     out["rss_after_training_mb"] = max_rss_mb()
     out["tensor_mb"] = {
@@ -173,10 +191,11 @@ def worker_structperc(cfg: dict) -> dict:
         out[f"decode_b{bs}_cpu_tps"] = n_tokens / median(cpu)
         log(f"structperc: decode batch {bs}: {out[f'decode_b{bs}_tps']:.0f} tokens/s")
     out["decode_batches_agree"] = preds[1] == preds[64] == preds[256]
-    out["test_f1"] = test_f1(corpus["test"], [[labels[i] for i in p] for p in preds[256]])
+    out |= test_quality(cfg, corpus["test"], [[labels[i] for i in p] for p in preds[256]])
     out["test_tokens"] = n_tokens
     out["peak_rss_mb"] = max_rss_mb()
-    if cfg.get("save_model"):  # for the later sections; after every measurement
+    # for the later sections (NER only); after every measurement
+    if cfg.get("save_model") and task_of(cfg) == "ner":
         save_shared_model(Path(cfg["save_model"]), weights, feats, mats, shared_info(cfg))
     return out
 
@@ -283,7 +302,7 @@ def worker_crfsuite(cfg: dict) -> dict:
     out["decode_b1_tps"] = n_tokens / median(times)
     out["decode_b1_cpu_tps"] = n_tokens / median(cpu)
     log(f"crfsuite: decode: {out['decode_b1_tps']:.0f} tokens/s")
-    out["test_f1"] = test_f1(corpus["test"], pred)
+    out |= test_quality(cfg, corpus["test"], pred)
     out["test_tokens"] = n_tokens
     out["peak_rss_mb"] = max_rss_mb()
     tagger.close()
@@ -334,6 +353,21 @@ ROWS = [
     ("surface_features", "Surface features (attributes)", "count"),
     ("parameters", "Model parameters (weights)", "count"),
 ]
+# the POS tagger (task "pos") is scored by token accuracy, not chunk F1
+QUALITY = {
+    "ner": ("test_f1", "Test F1 after k epochs", "quality"),
+    "pos": ("test_accuracy", "Test accuracy (%) after k epochs", "quality"),
+}
+
+
+def rows_of(task: str = "ner") -> list[tuple[str, str, str]]:
+    """``ROWS`` of a task: its quality row in place of the NER one."""
+    return [QUALITY[task] if row[0] == "test_f1" else row for row in ROWS]
+
+
+def section_task(section: dict) -> str:
+    """The task a section's results are of (``config["task"]``; "ner" before there was one)."""
+    return section["config"].get("task", "ner")
 
 
 def cpu_key(key: str) -> str:
@@ -341,13 +375,13 @@ def cpu_key(key: str) -> str:
     return key.replace("_tps", "_cpu_tps") if key.endswith("_tps") else key[:-2] + "_cpu_s"
 
 
-def summary_rows() -> list[tuple[str, str]]:
+def summary_rows(task: str = "ner") -> list[tuple[str, str]]:
     """(key, kind) of every summarized number: the table rows and their CPU-time twins."""
-    rows = [(key, kind) for key, _, kind in ROWS]
+    rows = [(key, kind) for key, _, kind in rows_of(task)]
     return rows + [(cpu_key(key), kind) for key, kind in rows if kind in ("time", "rate")]
 
 
-def summarize(rounds: list[dict]) -> dict:
+def summarize(rounds: list[dict], task: str = "ner") -> dict:
     """Per row: each system's median/min/max over rounds, and the ratio.
 
     ``ratio`` is the median over rounds of the per-round ratio (both systems of a round ran
@@ -355,7 +389,7 @@ def summarize(rounds: list[dict]) -> dict:
     ``ratio_of_medians`` is the ratio of the two medians.
     """
     summary = {}
-    for key, kind in summary_rows():
+    for key, kind in summary_rows(task):
         entry: dict = {}
         per_round = {}
         for system in SYSTEMS:
@@ -380,20 +414,23 @@ def summarize(rounds: list[dict]) -> dict:
 
 def run(cfg: dict) -> dict:
     """Rounds of both workers (``cfg``: the bench's common settings + ``DEFAULTS``); the first
-    round's structperc worker saves the shared model to ``cfg["model_dir"]`` if given."""
+    round's structperc worker saves the shared model to ``cfg["model_dir"]`` if given and the
+    task is NER (``cfg["task"]``, default "ner"; "pos" saves nothing)."""
+    task = task_of(cfg)
+    name = "perceptron" if task == "ner" else task
     t_start = time.perf_counter()
     rounds = []
     for r in range(cfg["repeats"]):
         elapsed = time.perf_counter() - t_start
         if cfg["budget_s"] and r >= 1 and elapsed * (r + 1) / r > cfg["budget_s"]:
-            log(f"perceptron: stopping after {r} rounds: another would end past the budget")
+            log(f"{name}: stopping after {r} rounds: another would end past the budget")
             break
         order = SYSTEMS if r % 2 == 0 else SYSTEMS[::-1]
         rounds.append({})
         for system in order:
-            log(f"perceptron round {r + 1}/{cfg['repeats']}: {system}")
-            wcfg = dict(cfg)
-            if system == "structperc" and r == 0 and cfg.get("model_dir"):
+            log(f"{name} round {r + 1}/{cfg['repeats']}: {system}")
+            wcfg = {k: v for k, v in cfg.items() if k not in ("model_dir", "save_model")}
+            if system == "structperc" and r == 0 and cfg.get("model_dir") and task == "ner":
                 wcfg["save_model"] = cfg["model_dir"]
             out = run_worker(SCRIPT, system, wcfg)
             out["rss_delta_mb"] = out["peak_rss_mb"] - out["rss_after_load_mb"]
@@ -401,7 +438,7 @@ def run(cfg: dict) -> dict:
     return {
         "config": {**cfg, "rounds_done": len(rounds)},
         "wall_seconds": time.perf_counter() - t_start,
-        "summary": summarize(rounds),
+        "summary": summarize(rounds, task),
         "rounds": rounds,
     }
 
@@ -485,14 +522,69 @@ NOTES = {
 }
 
 
-def _ratio_text(kind: str, e: dict, spread: bool) -> str:
+# task "pos" (section 7, ``pos_bench.py``): the rows whose text differs from NER's
+NOTES_POS = {
+    **NOTES,
+    "features_s": (
+        "structperc: `LocalFeatures(**settings)` (the tagchunk POS tagger's settings below; no "
+        "gazetteer), `.fit(train)`, `.transform(train, training=True)`, `.transform(dev)`, "
+        "`.transform(test)` -> CSR ids. CRFsuite: the same `LocalFeatures._columns`, counting "
+        "each template's values to drop those seen < `min_count` times, formatting the "
+        "strings, `Trainer.append` for train and `ItemSequence`s for dev and test. CRFsuite's "
+        "own feature generation inside `train()` is not here (see the total)."
+    ),
+    "epoch_s": (
+        "Median over the k epochs of one round, wall clock. structperc: `EpochLog.seconds` "
+        "of `structperc.train.fit` (per sentence: `make_batch` in the first epoch, which "
+        "`fit` keeps, one lookup of the node table [F, L] beside the shared [L, L] transition "
+        "matrix, Viterbi from the token scores (`viterbi_tokens`, here the plain recursion: "
+        "see below), `path_delta`, `index_add_` into weights and averaging sums). CRFsuite: "
+        "wall time between its iteration log events (shuffle, Viterbi + update per instance, "
+        "the averaged-weight norm it logs). CPU time: the same intervals in `process_time` "
+        "(for CRFsuite equal to its own `clock()` figures, also in results.json)."
+    ),
+    "decode_b1_tps": (
+        "Test tokens / median seconds of one pass over the test set, scoring included. "
+        "structperc: `ChainStructure(weights).predict(ChainData(test_matrix), batch_size=1)` "
+        "from the CSR ids, one sentence at a time by `viterbi_tokens` (the plain recursion, as "
+        "in training). CRFsuite: `Tagger.tag(itemsequence)` per sentence (attribute lookup, "
+        "scoring, Viterbi), from prebuilt `ItemSequence`s. One warm-up pass on 4 sentences "
+        "first. Note the asymmetry: CRFsuite maps attribute strings to ids inside `tag`, "
+        "structperc did that in `transform` (the feature row)."
+    ),
+    "decode_b64_tps": (
+        "structperc: `ChainStructure.predict(..., batch_size=64)`: 64 consecutive sentences "
+        "scored in one lookup, sorted by length and decoded together time-major without "
+        "padding (`viterbi_packed`). CRFsuite has no batching: the same per-sentence number "
+        "as the batch 1 row."
+    ),
+    "decode_b256_tps": (
+        "structperc: `ChainStructure(weights).predict(ChainData(test_matrix))` with its "
+        "default `batch_size=256`, as the batch 64 row. CRFsuite: the batch 1 number."
+    ),
+    "test_accuracy": (
+        "Token accuracy on test (tags equal to the data's POS column, `common.test_accuracy`), "
+        "averaged weights, after k epochs: a sanity check that both learn the same thing from "
+        "the same attributes (they differ in shuffle order and in which weights exist: see "
+        "below)."
+    ),
+    "parameters": (
+        "structperc: a dense node table [F, L] (every feature x tag, most never non-zero) and "
+        "the [L, L] transition matrix. CRFsuite: its generated features (attribute x tag "
+        "pairs seen in training, plus tag transitions), from its log."
+    ),
+}
+
+
+def _ratio_text(kind: str, e: dict, spread: bool, key: str = "test_f1") -> str:
     r = e.get("ratio")
     if r is None:
         return "n/a"
     rs = e.get("ratio_per_round") or []
     if kind == "quality":
         diff = e["structperc"]["median"] - e["crfsuite"]["median"]
-        return f"{r:.3f} ({diff:+.2f} F1)"
+        unit = "accuracy points" if key == "test_accuracy" else "F1"
+        return f"{r:.3f} ({diff:+.2f} {unit})"
     text = ratio_words(kind, r)
     if spread and len(rs) > 1 and min(rs) != max(rs):
         head, sep, tail = text.partition("×")
@@ -503,7 +595,7 @@ def _ratio_text(kind: str, e: dict, spread: bool) -> str:
 def _fmt(v: float | None, key: str) -> str:
     if v is None:
         return "n/a"
-    if key == "test_f1":
+    if key in ("test_f1", "test_accuracy"):
         return f"{v:.2f}"
     if key in ("surface_features", "parameters"):
         return f"{v:,.0f}"
@@ -528,17 +620,23 @@ def _cpu_label(label: str) -> str:
 
 
 def headline(section: dict) -> list[dict]:
-    """The rows of this section in the bench's at-a-glance table."""
+    """The rows of this section in the bench's at-a-glance table (POS: "POS tagger: ...")."""
+    prefix = "POS tagger: " if section_task(section) == "pos" else ""
+    return [{**row, "measure": prefix + row["measure"]} for row in table_rows(section)]
+
+
+def table_rows(section: dict) -> list[dict]:
+    """The rows of this section's own table: measure, both cells and both ratios."""
     summ, spread = section["summary"], section["config"]["rounds_done"] > 1
     out = []
-    for key, label, kind in ROWS:
+    for key, label, kind in rows_of(section_task(section)):
         e = summ.get(key, {})
         out.append(
             {
                 "measure": label,
                 "structperc": _cell(e.get("structperc"), key, spread),
                 "peer": "CRFsuite " + _cell(e.get("crfsuite"), key, spread),
-                "ratio": _ratio_text(kind, e, spread),
+                "ratio": _ratio_text(kind, e, spread, key),
                 "ratio_cpu": (
                     _ratio_text(kind, summ.get(cpu_key(key), {}), spread)
                     if kind in ("time", "rate")
@@ -549,9 +647,12 @@ def headline(section: dict) -> list[dict]:
     return out
 
 
-def render(section: dict) -> list[str]:
-    """This section of the README (markdown lines, from its ``## `` heading on)."""
+def render(section: dict, heading: str | None = None) -> list[str]:
+    """This section of the README (markdown lines, from its ``## `` heading on); ``heading``:
+    another title (section 7, the POS tagger: ``pos_bench.render``)."""
     cfg, rounds_ = section["config"], section["rounds"]
+    task = section_task(section)
+    rows, notes = rows_of(task), NOTES_POS if task == "pos" else NOTES
     k, repeats = cfg["epochs"], cfg["rounds_done"]
     spread = repeats > 1
     cut = (
@@ -560,13 +661,19 @@ def render(section: dict) -> list[str]:
         else ""
     )
     L = rounds_[0]["structperc"].get("num_labels", 9)
+    script = (
+        "`experiments/bench/pos_bench.py` (the workers of `perceptron_bench.py` with `task: pos`)"
+        if task == "pos"
+        else "`experiments/bench/perceptron_bench.py`"
+    )
     lines = [
-        "## 1. Averaged perceptron: structperc vs CRFsuite",
+        heading or "## 1. Averaged perceptron: structperc vs CRFsuite",
         "",
-        f"Script: `experiments/bench/perceptron_bench.py`. Averaged perceptron, k = {k} epochs, "
+        f"Script: {script}. Averaged perceptron, k = {k} epochs, "
         f"{repeats} round(s){cut} of one fresh process per system; cells are medians over rounds"
         f"{' (min–max in parentheses)' if spread else ''}; {section['wall_seconds']:.0f} s in all.",
         "",
+        *(pos_data_lines(section) if task == "pos" else []),
         '"structperc vs CRFsuite" is structperc relative to CRFsuite: for times and rates, '
         "how many times faster structperc is; for memory and counts, structperc / CRFsuite; "
         "the median over rounds of each round's ratio (range in parentheses). The values and "
@@ -578,7 +685,7 @@ def render(section: dict) -> list[str]:
         "|---|---:|---:|---:|---:|",
     ]
     summ = section["summary"]
-    for row in headline(section):
+    for row in table_rows(section):
         peer = row["peer"].removeprefix("CRFsuite ")
         lines.append(
             f"| {row['measure']} | {row['structperc']} | {peer} | {row['ratio']} | "
@@ -591,7 +698,7 @@ def render(section: dict) -> list[str]:
         "| measure | structperc | CRFsuite | structperc vs CRFsuite |",
         "|---|---:|---:|---:|",
     ]
-    for key, label, kind in ROWS:
+    for key, label, kind in rows:
         if kind not in ("time", "rate"):
             continue
         e = summ.get(cpu_key(key), {})
@@ -600,18 +707,19 @@ def render(section: dict) -> list[str]:
             f"{_cell(e.get('structperc'), key, spread)} | {_cell(e.get('crfsuite'), key, spread)}"
             f" | {_ratio_text(kind, e, spread)} |"
         )
-    lines += [
-        "",
-        "Model structure differs: CRFsuite has node features (attribute x label) and label "
-        "transitions only; structperc has node features and edge features (feature x previous "
-        f"label x label, Kazama & Torisawa 2007 Table 1), i.e. L + L² = {L + L * L} weights "
-        f"per feature for L = {L} labels, so it does more work per token.",
-        "",
-        "What each row includes:",
-        "",
-    ]
-    for key, label, _ in ROWS:
-        lines.append(f"- **{label}**: {NOTES[key]}")
+    structure = (
+        pos_structure_lines(section)
+        if task == "pos"
+        else [
+            "Model structure differs: CRFsuite has node features (attribute x label) and label "
+            "transitions only; structperc has node features and edge features (feature x "
+            f"previous label x label, Kazama & Torisawa 2007 Table 1), i.e. L + L² = {L + L * L} "
+            f"weights per feature for L = {L} labels, so it does more work per token.",
+        ]
+    )
+    lines += ["", *structure, "", "What each row includes:", ""]
+    for key, label, _ in rows:
+        lines.append(f"- **{label}**: {notes[key]}")
     lines += ["", "Breakdowns (medians over rounds; seconds unless noted):", ""]
     for system in SYSTEMS:
         for part in ("features_breakdown_s", "train_breakdown_s"):
@@ -640,6 +748,66 @@ def render(section: dict) -> list[str]:
         "",
     ]
     return lines
+
+
+def pos_data_lines(section: dict) -> list[str]:
+    """Section 7: the data and the settings the POS tagger was measured on."""
+    cfg = section["config"]
+    data = section["rounds"][0]["structperc"]["data"]
+    fcfg = cfg["features"]
+    sizes = ", ".join(
+        f"{s} {data[s]['documents']:,} sentences / {data[s]['tokens']:,} tokens"
+        for s in ("train", "dev", "test")
+        if s in data
+    )
+    quoted = lambda xs: ", ".join(f"`{x}`" for x in xs) or "none"  # noqa: E731
+    tri = fcfg.get("trigram_attributes") or []
+    trigrams = f"trigrams of {quoted(tri)}" if tri else "no trigrams"
+    return [
+        "The POS tagger of the tagchunk task (`structperc/tasks/tagchunk.py`): CoNLL-2000 (WSJ) "
+        "sentences in Penn Treebank form (`as_treebank`), the last "
+        f"{cfg['dev_sentences']:,} training sentences held out as dev (`split_dev`), tags = "
+        f"the POS column (`as_pos_task`): {sizes}"
+        f"{' (first sentences of each split only: --quick)' if cfg.get('max_docs') else ''}. "
+        f"Features and model as `{cfg.get('settings_from', 'conf/')}` of `conf/` sets them "
+        "(`conf/task/tagchunk.yaml`'s `pos_*` settings, read by "
+        f"`common.tagchunk_pos_settings`): attributes {quoted(fcfg['attributes'])} at "
+        f"offsets -{fcfg['window']}..+{fcfg['window']}, bigrams of "
+        f"{quoted(fcfg['bigram_attributes'])}, "
+        f"{trigrams}, gazetteer `{fcfg['gazetteer']}`, "
+        f"`min_count` {fcfg['min_count']}, `edges` {str(fcfg['edges']).lower()}. CRFsuite gets "
+        "the same attributes as strings. Nothing of this section is saved (the shared model of "
+        "sections 2-4 and 6 is section 1's NER model).",
+        "",
+    ]
+
+
+def pos_structure_lines(section: dict) -> list[str]:
+    """Section 7: the model structure (the same as CRFsuite's) and the Viterbi kernel."""
+    sp = section["rounds"][0]["structperc"]
+    L, T = sp.get("num_labels", 45), sp.get("train_median_length")
+    pays = sp.get("blocked_scan_pays_at_median_length")
+    kernel = (
+        "the blocked scan"
+        if pays
+        else "the plain Viterbi recursion (`_token_steps`): on a CPU the blocked scan does not "
+        "pay here, its running products being max-plus matrix products that cost T·L³"
+    )
+    return [
+        "Same model structure in both: node features (attribute x tag) and an L x L tag "
+        f"transition matrix, no edge features (structperc: `ChainWeights(F, labels, "
+        "edges=False)`, as `features.edges: false` of `conf/experiment/conll00_tagchunk.yaml`), "
+        f"i.e. L = {L} weights per feature plus L² = {L * L:,} transitions. One difference "
+        "remains: CRFsuite has weights only for the attribute x tag pairs seen in training "
+        "(its default `feature.possible_states=0`), structperc a dense table in which an update "
+        "can give any pair a weight.",
+        "",
+        "structperc's online training decodes one sentence at a time (`viterbi_tokens`); for "
+        f"L = {L} tags and the median training sentence (T = {T} tokens) "
+        f'`structperc.decode.viterbi.blocked_scan_pays(T, L, "cpu")` is {pays}, so it runs '
+        f"{kernel}. Decoding with batch 1 below takes the same path; batches of 64 and 256 "
+        "decode together (`viterbi_packed`).",
+    ]
 
 
 if __name__ == "__main__":
