@@ -413,11 +413,14 @@ def viterbi_packed(node: Tensor, edge: Tensor, batch_sizes: list[int]) -> Tensor
         raise ValueError(f"batch_sizes sum to {offsets[-1]}, but there are {N} token rows")
     T = len(batch_sizes)
     alpha = node[: batch_sizes[0]].clone()  # [B, L]
-    trans = edge + node.unsqueeze(1)  # [N, L, L]: M_t[i, j] of every packed row
     bp = torch.empty((N, L), dtype=torch.long, device=node.device)  # packed back-pointers
     for t in range(1, T):
         k, a = batch_sizes[t], offsets[t]
-        best, arg = (alpha[:k].unsqueeze(-1) + trans[a : a + k]).max(dim=1)  # [k, L]
+        # M_t[i, j] of the k rows, made a position at a time: the [k, L, L] step stays in the
+        # cache, where all N at once ([N, L, L], 46 MB for 256 sentences of 45 POS tags) would
+        # not, and an expanded transition matrix (edges=False) is never copied N times
+        trans = edge[a : a + k] + node[a : a + k].unsqueeze(1)
+        best, arg = (alpha[:k].unsqueeze(-1) + trans).max(dim=1)  # [k, L]
         alpha[:k] = best
         bp[a : a + k] = arg
     cur = alpha.argmax(dim=1)  # [B] the last label of each sequence

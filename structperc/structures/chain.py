@@ -240,7 +240,10 @@ class ChainStructure:
             perm, sizes = packed_order(doc_offsets[d0 : d1 + 1] - s)  # [N], [T]
             perm = perm.to(device)
             labels = torch.empty(e - s, dtype=torch.long, device=device)
-            labels[perm] = viterbi_packed(node[perm], edge[perm], sizes)
+            # a transition matrix shared by every token (edges=False) is an expanded view:
+            # permuting it would copy it once per token
+            shared = edge.stride(0) == 0
+            labels[perm] = viterbi_packed(node[perm], edge if shared else edge[perm], sizes)
             flat = labels.tolist()
             for d in range(d0, d1):
                 out[d] = flat[int(doc_offsets[d]) - s : int(doc_offsets[d + 1]) - s]

@@ -17,7 +17,9 @@ tagger with structperc's own learners.  Both are first-order chains trained by t
 Jackknifing (``pos_folds`` = K): the training sentences are cut into K contiguous blocks; a POS
 tagger trained on the other K - 1 blocks tags each block, so the chunker trains on POS tags with
 the errors it will meet when it reads the tagger's output, not on the data's column (the usual
-stacking remedy for cascades; Wolpert 1992).  The fold taggers are not kept.
+stacking remedy for cascades; Wolpert 1992).  The fold taggers are not kept, but the column they
+tag is cached (``cached_jackknife``) by what decides it, so a run that changes only the chunker
+(its templates, ``chunk_edges``, ``chunk_encoding``) skips them.
 
 Cascaded chains, not the joint label-chunk model: that one (``tasks/joint.py``) tags five
 collapsed POS classes and noun phrases only.  The run folder is what ``tasks.loading.ColumnTagger``
