@@ -166,23 +166,23 @@ def forward_scores(potentials: Tensor, lengths: Tensor) -> Tensor:
 
 
 # Costs of decoding one sequence on a CPU (one thread, microseconds), fitted to medians of
-# ``viterbi_tokens`` both ways for L in 5..315 and T in 8..120: the blocked scan costs a fixed
-# ~120 us plus its running products' T L^3 arithmetic; the recursion ~9.5 us of overhead a
-# position plus its T L^2 arithmetic.
-BLOCKED_FIXED_US, BLOCKED_US_PER_CUBE = 120.0, 0.00074
-STEP_US, STEP_US_PER_SQUARE = 9.5, 0.0015
+# ``viterbi_tokens`` both ways for L in 5..315 and T in 8..200: the blocked scan costs a fixed
+# ~100 us, ~12 us per block step (sqrt(T) of them) and its running products' T L^3 arithmetic;
+# the recursion (``_token_steps``) ~3 us a position and its T L^2 arithmetic.
+BLOCKED_FIXED_US, BLOCKED_US_PER_ROOT, BLOCKED_US_PER_CUBE = 100.0, 12.0, 0.00074
+STEP_US, STEP_US_PER_SQUARE = 3.0, 0.0014
 
 
 def blocked_scan_pays(T: int, L: int, device: torch.device | str) -> bool:
     """Whether the blocked scan decodes one sequence of T positions and L labels faster than
     the plain recursion.  On a GPU always: there a step's cost is its launch, not its arithmetic.
-    On a CPU the scan's O(sqrt(T)) steps pay for NER's few labels on long documents, but its
-    running products are max-plus matrix products, L times the recursion's arithmetic: for the
-    45 POS tags of a 24-token sentence the scan is 6 times slower (0.28 against 1.7 ms), for 315
-    labels 170 times."""
+    On a CPU the scan's O(sqrt(T)) steps pay for NER's 9 labels over documents (T > ~70), but
+    its running products are max-plus matrix products, L times the recursion's arithmetic: for
+    the 44 POS tags of a 24-token sentence the scan is 11 times slower (1.75 against 0.16 ms),
+    for 315 labels 180 times."""
     if torch.device(device).type != "cpu":
         return True
-    blocked = BLOCKED_FIXED_US + BLOCKED_US_PER_CUBE * T * L**3
+    blocked = BLOCKED_FIXED_US + BLOCKED_US_PER_ROOT * math.sqrt(T) + BLOCKED_US_PER_CUBE * T * L**3
     return blocked < T * (STEP_US + STEP_US_PER_SQUARE * L * L)
 
 
@@ -234,16 +234,23 @@ def viterbi_tokens(
 
 
 def _token_steps(node: Tensor, edge: Tensor) -> tuple[Tensor, Tensor]:
-    """``viterbi_tokens`` by the textbook recursion over M_t = edge[t] + node[t] (T >= 2): one
-    add and one max a position; ties go to the smallest label."""
+    """``viterbi_tokens`` by the textbook recursion over M_t = edge[t] + node[t] (T >= 2), on a
+    CPU: one add, argmax and gather a position, in NumPy, whose calls on [L, L] arrays cost a
+    microsecond where torch's cost five (the same float sums, so the same path and score); ties
+    go to the smallest label."""
     T, L = node.shape
-    trans = edge[1:] + node[1:].unsqueeze(1)  # [T - 1, L, L]: M_1..M_{T-1}
-    alpha = node[0]
-    bp = torch.empty((T - 1, L), dtype=torch.long, device=node.device)
+    trans = (edge[1:] + node[1:].unsqueeze(1)).cpu().numpy()  # [T - 1, L, L]: M_1..M_{T-1}
+    alpha = node[0].cpu().numpy()
+    labels = np.arange(L)
+    rows: list = [None]
     for t in range(T - 1):
-        alpha, bp[t] = (alpha.unsqueeze(1) + trans[t]).max(dim=0)
-    score, last = alpha.max(0)
-    path = trace_path([None, *bp.cpu().numpy().tolist()], int(last), T)
+        cand = alpha[:, None] + trans[t]  # [i, j]
+        arg = cand.argmax(axis=0)  # the first maximum
+        alpha = cand[arg, labels]
+        rows.append(arg.tolist())
+    last = int(alpha.argmax())
+    path = trace_path(rows, last, T)
+    score = torch.tensor(alpha[last], dtype=node.dtype, device=node.device)
     return torch.from_numpy(np.array(path, dtype=np.int64)).to(node.device), score
 
 
