@@ -36,13 +36,26 @@ AUTO = [
     ("chunker on the data's POS (`runs/conll00_tagchunk`)", "auto_tags"),
     ("chunker on jackknifed POS (`runs/conll00_tagchunk_jackknife`)", "auto_tags_jackknife"),
     ("the same, final fit (`runs/conll00_tagchunk_final`)", "auto_tags_final"),
+    (
+        "compact templates with edge features, final fit (`runs/conll00_tagchunk_compact_final`)",
+        "auto_tags_compact_final",
+    ),
 ]
 
 
 # (label, run folder under runs/): the default first
 TAGGERS = [
     (
-        "chunker on jackknifed POS (`chunk_train_pos: jackknife`, 5 folds)",
+        "compact templates (`w, wl, pos, s2, s3, ic`) with edge features, on jackknifed POS",
+        "conll00_tagchunk_compact_edges",
+    ),
+    (
+        "the same, final fit on every training sentence (`task.dev_sentences=0`)",
+        "conll00_tagchunk_compact_final",
+    ),
+    (
+        "all templates without edge features (the default before), on jackknifed POS "
+        "(`chunk_train_pos: jackknife`, 5 folds)",
         "conll00_tagchunk_jackknife",
     ),
     (
@@ -52,6 +65,14 @@ TAGGERS = [
     (
         "the same on IOBES tags (`chunk_encoding: iobes`), not kept",
         "conll00_tagchunk_iobes",
+    ),
+    (
+        "all templates with edge features (`task.chunk_edges=true`), not kept",
+        "conll00_tagchunk_edges",
+    ),
+    (
+        "Sha & Pereira's templates (words and POS only) with edge features, not kept",
+        "conll00_tagchunk_sp_edges",
     ),
     ("chunker with POS trigrams (`chunk_trigrams: [pos]`), on the data's POS", "conll00_tagchunk"),
     ("chunker without trigrams (the default before)", "conll00_tagchunk_no_trigrams"),
@@ -80,8 +101,9 @@ def tagger() -> str:
             )
         t = r["train_seconds"]
         folds = (
-            f", {r['pos_folds']} fold taggers in {t['jackknife']:.0f} s (their POS "
-            f"{r['jackknife_pos_accuracy']:.2f}% right on the training sentences)"
+            f", {r['pos_folds']} fold taggers' column "
+            + ("from the cache" if r.get("jackknife_cache_hit") else f"in {t['jackknife']:.0f} s")
+            + f" (their POS {r['jackknife_pos_accuracy']:.2f}% right on the training sentences)"
             if "jackknife" in t
             else ""
         )
@@ -165,6 +187,13 @@ def ner_c() -> str:
 
 # the rows over shuffling seeds 0-2, each on the given columns and then on the final fit's:
 # (label, runs of seeds 0, 1, 2 with the given columns, the same with the tagger's)
+SEEDS = ("", "_seed1", "_seed2")
+# (the tagger's columns, as the seeds table names them; folder of the NER runs on them)
+SEEDED_AUTO = [
+    ("final fit's (`conll00_tagchunk_final`)", "auto_tags_final"),
+    ("compact final fit's (`conll00_tagchunk_compact_final`)", "auto_tags_compact_final"),
+]
+# (method, runs with the given columns, the runs' names under each folder of SEEDED_AUTO)
 SEEDED = [
     (
         "Averaged perceptron",
@@ -173,22 +202,22 @@ SEEDED = [
             "auto_tags/local_averaged_given_seed1",
             "auto_tags/local_averaged_given_seed2",
         ],
-        [f"auto_tags_final/local_averaged{t}" for t in ("", "_seed1", "_seed2")],
+        [f"local_averaged{t}" for t in SEEDS],
     ),
     (
         "Margin perceptron, C = 1414",
         ["margin_sweep/margin_C1414", *(f"auto_tags/margin_C1414_given_seed{s}" for s in (1, 2))],
-        [f"auto_tags_final/margin_C1414{t}" for t in ("", "_seed1", "_seed2")],
+        [f"margin_C1414{t}" for t in SEEDS],
     ),
     (
         "Proposed (n' = 100), C = 1000",
-        [f"auto_tags/proposed_C1000_given{t}" for t in ("", "_seed1", "_seed2")],
-        [f"auto_tags_final/proposed_C1000{t}" for t in ("", "_seed1", "_seed2")],
+        [f"auto_tags/proposed_C1000_given{t}" for t in SEEDS],
+        [f"proposed_C1000{t}" for t in SEEDS],
     ),
     (
         "Proposed (n' = 100), C = 1000, to the paper's rule",
-        [f"converge/proposed_C1000{t}" for t in ("", "_seed1", "_seed2")],
-        [f"auto_tags_final/converge/proposed_C1000{t}" for t in ("", "_seed1", "_seed2")],
+        [f"converge/proposed_C1000{t}" for t in SEEDS],
+        [f"converge/proposed_C1000{t}" for t in SEEDS],
     ),
 ]
 
@@ -205,19 +234,23 @@ def ner_seeds() -> str:
         "| method | columns | seeds | dev | test | test per seed | test gain |",
         "|---|---|---:|---:|---:|---|---:|",
     ]
-    for label, given, auto in SEEDED:
-        means = []
-        for columns, runs in (("given", given), ("final fit's", auto)):
+    for label, given, names in SEEDED:
+        given_mean = None
+        columns = [("given", given)]
+        columns += [(name, [f"{folder}/{n}" for n in names]) for name, folder in SEEDED_AUTO]
+        for name, runs in columns:
             found = [KAZAMA / r / "results.json" for r in runs]
             rs = [json.loads(f.read_text()) for f in found if f.is_file()]
             if not rs:
                 continue
             dev, test = [r["dev"]["f1"] for r in rs], [r["test"]["f1"] for r in rs]
-            means.append(sum(test) / len(test))
-            gain = f"{means[1] - means[0]:+.2f}" if len(means) == 2 else ""
+            mean = sum(test) / len(test)
+            if name == "given":
+                given_mean = mean
+            gain = "" if name == "given" or given_mean is None else f"{mean - given_mean:+.2f}"
             per_seed = ", ".join(f"{t:.2f}" for t in test)
             lines.append(
-                f"| {label} | {columns} | {len(rs)} | {mean_sd(dev)} | {mean_sd(test)} "
+                f"| {label} | {name} | {len(rs)} | {mean_sd(dev)} | {mean_sd(test)} "
                 f"| {per_seed} | {gain} |"
             )
     return "\n".join(lines) + "\n"
