@@ -420,13 +420,16 @@ def viterbi_packed(node: Tensor, edge: Tensor, batch_sizes: list[int]) -> Tensor
         raise ValueError(f"batch_sizes sum to {offsets[-1]}, but there are {N} token rows")
     T = len(batch_sizes)
     alpha = node[: batch_sizes[0]].clone()  # [B, L]
+    # M_t[i, j] of every packed row at once, in one add, unless ``edge`` is one transition matrix
+    # expanded over the rows (edges=False): then a position at a time, so that it is never
+    # copied N times ([N, L, L]: 46 MB for 256 sentences of 44 POS tags, out of the cache)
+    shared = edge.stride(0) == 0
+    every = None if shared else edge + node.unsqueeze(1)  # [N, L, L]
     bp = torch.empty((N, L), dtype=torch.long, device=node.device)  # packed back-pointers
     for t in range(1, T):
         k, a = batch_sizes[t], offsets[t]
-        # M_t[i, j] of the k rows, made a position at a time: the [k, L, L] step stays in the
-        # cache, where all N at once ([N, L, L], 46 MB for 256 sentences of 45 POS tags) would
-        # not, and an expanded transition matrix (edges=False) is never copied N times
-        trans = edge[a : a + k] + node[a : a + k].unsqueeze(1)
+        rows = slice(a, a + k)
+        trans = edge[rows] + node[rows].unsqueeze(1) if every is None else every[rows]
         best, arg = (alpha[:k].unsqueeze(-1) + trans).max(dim=1)  # [k, L]
         alpha[:k] = best
         bp[a : a + k] = arg
