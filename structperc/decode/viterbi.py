@@ -22,9 +22,11 @@ label index, as in a plain loop), and the back-trace composes them by pointer do
 (log2(T) gathers).  With integer-valued weights (every perceptron update is +-1) the grouping
 changes no value, so the result is exactly that of the plain loop in ``reference.py``.
 
-The blocked scan serves one sequence (online training); ``viterbi_tokens`` runs it from the
-token scores of ``ChainWeights`` directly, with the back-pointers taken in the block layout.  For
-many sequences the plain
+The blocked scan serves one sequence (online training) where it pays (``blocked_scan_pays``: a
+few labels over a long sequence, as NER's documents; every sequence on a GPU); ``viterbi_tokens``
+runs it from the token scores of ``ChainWeights`` directly, with the back-pointers taken in the
+block layout.  For a sentence, or many labels (44 POS tags: L times the arithmetic), the plain
+recursion in NumPy is faster (``_token_steps``).  For many sequences the plain
 recursion wins, run one position at a time for all of them: ``viterbi_steps`` on padded
 potentials of a batch, and ``viterbi_packed`` on the token scores of documents packed
 time-major (``model.batch.packed_order``), which builds no padding at all; ``train.predict``
