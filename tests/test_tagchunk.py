@@ -128,15 +128,12 @@ def test_dev_sentences_zero_is_the_final_fit_on_every_sentence():
         tagchunk.split_dev(corpus, 5)
 
 
-def test_an_iobes_chunker_writes_iob2_gold_and_predictions(tmp_path):
+def train_words(tmp_path, corpus, *, eval_every=0, write_predictions=False) -> dict:
+    """``run_tagging`` of a word-only averaged perceptron, 3 epochs, on a tiny ``corpus``."""
     from structperc.tasks.tagging import run_tagging
 
-    words = "the cat sat on a mat".split()
-    tags = ["B-NP", "I-NP", "B-VP", "B-PP", "B-NP", "I-NP"]
-    docs = [Document(words, columns={}, tags=list(tags), source=f"s:{i}") for i in range(4)]
-    iobes = tagchunk.encode_chunks(docs, "iobes")
-    run_tagging(
-        corpus={"train": iobes, "test": iobes[:1]},
+    return run_tagging(
+        corpus=corpus,
         features=LocalFeatures(
             attributes=["w"], bigram_attributes=[], gazetteer="none", min_count=1, edges=False
         ),
@@ -145,20 +142,28 @@ def test_an_iobes_chunker_writes_iob2_gold_and_predictions(tmp_path):
         cache_dir=None,
         cache_key={},
         settings=FitSettings(max_epochs=3, progress=False),
-        eval_every=0,
+        eval_every=eval_every,
         batch_size=4,
         save=False,
-        write_predictions=True,
+        write_predictions=write_predictions,
         hparams={},
         checkpoint=False,
     )
+
+
+def test_an_iobes_chunker_writes_iob2_gold_and_predictions(tmp_path):
+    words = "the cat sat on a mat".split()
+    tags = ["B-NP", "I-NP", "B-VP", "B-PP", "B-NP", "I-NP"]
+    docs = [Document(words, columns={}, tags=list(tags), source=f"s:{i}") for i in range(4)]
+    iobes = tagchunk.encode_chunks(docs, "iobes")
+    train_words(tmp_path, {"train": iobes, "test": iobes[:1]}, write_predictions=True)
     rows = [line.split() for line in (tmp_path / "test.pred.txt").read_text().splitlines()]
     rows = [r for r in rows if r and r[0] != "-DOCSTART-"]
     assert [r[-2] for r in rows] == tags and [r[-1] for r in rows] == tags
 
 
 def test_a_pos_chain_reports_token_accuracy_not_a_chunk_f1(tmp_path, caplog):
-    from structperc.tasks.tagging import has_chunks, run_tagging
+    from structperc.tasks.tagging import has_chunks
 
     assert has_chunks(["O", "B-NP"]) and has_chunks(["I-PER", "O"]) and has_chunks(["S-NP"])
     assert not has_chunks(["DT", "NN", "VBD", "-LRB-", "O"])
@@ -166,23 +171,8 @@ def test_a_pos_chain_reports_token_accuracy_not_a_chunk_f1(tmp_path, caplog):
     pos = ["DT", "NN", "VBD", "IN", "DT", "NN"]
     docs = [Document(words, columns={}, tags=list(pos), source=f"s:{i}") for i in range(4)]
     with caplog.at_level("INFO", logger="structperc"):
-        results = run_tagging(
-            corpus={"train": docs, "dev": docs[:1], "test": docs[:1]},
-            features=LocalFeatures(
-                attributes=["w"], bigram_attributes=[], gazetteer="none", min_count=1, edges=False
-            ),
-            learner=Perceptron(average=True),
-            out_dir=tmp_path,
-            cache_dir=None,
-            cache_key={},
-            settings=FitSettings(max_epochs=3, progress=False),
-            eval_every=1,
-            batch_size=4,
-            save=False,
-            write_predictions=False,
-            hparams={},
-            checkpoint=False,
-        )
+        corpus = {"train": docs, "dev": docs[:1], "test": docs[:1]}
+        results = train_words(tmp_path, corpus, eval_every=1)
     assert results["test"]["accuracy"] == 100.0
     assert [h["dev_accuracy"] for h in results["history"]][-1] == 100.0
     assert "dev_f1" not in results["history"][-1]
@@ -207,5 +197,7 @@ def test_the_jackknifed_column_is_cached_by_what_decides_it(tmp_path):
     assert not hit and calls == ["X", "X"]
     out, hit = tagchunk.cached_jackknife(None, key, train, compute)  # no cache folder
     assert not hit and calls == ["X", "X", "X"]
+    out, hit = tagchunk.cached_jackknife(tmp_path, None, train, compute)  # no key: given POS
+    assert not hit and calls == ["X", "X", "X", "X"]
     with pytest.raises(ValueError, match="jackknife cache .*pos.json: 4 sentences .* the 3"):
         tagchunk.cached_jackknife(tmp_path, key, train[:3], compute)

@@ -148,14 +148,14 @@ def jackknife_pos(
 
 
 def cached_jackknife(
-    cache_dir: str | Path | None, key: dict, train: list[Document], compute
+    cache_dir: str | Path | None, key: dict | None, train: list[Document], compute
 ) -> tuple[list[Document], bool]:
     """(``compute()``'s jackknifed copies of ``train``, hit), through an entry of ``cache_dir``
     keyed by ``key`` (what decides the fold taggers' tags: their features, learner, trainer
     settings, seed, folds and the data files), so a second run that changes only the chunker
-    skips the fold taggers.  A hit whose columns do not fit ``train`` is an error naming the
-    entry."""
-    if cache_dir is None:
+    skips the fold taggers; no cache without either.  A hit whose columns do not fit ``train``
+    is an error naming the entry."""
+    if cache_dir is None or key is None:
         return compute(), False
     entry = Path(cache_dir) / cache_key({"jackknife_pos": key}) / "pos.json"
     if entry.is_file():
@@ -228,8 +228,8 @@ def run_tagchunk(
     if chunk_train_pos == "jackknife":
         t0 = time.perf_counter()
         train, jackknife_hit = cached_jackknife(
-            cache_dir if jackknife_key is not None else None,
-            jackknife_key or {},
+            cache_dir,
+            jackknife_key,
             splits["train"],
             lambda: jackknife_pos(
                 splits["train"],
