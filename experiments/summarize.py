@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 from omegaconf import OmegaConf
+from scoring import document_level, legend, mark
 
 
 def find_runs(paths: list[str]) -> list[Path]:
@@ -64,6 +65,7 @@ def row(run: Path, paper: dict) -> dict:
         "learner": learner_settings(run),
         "dev": r.get("dev", {}).get("f1"),
         "test": r.get("test", {}).get("f1"),
+        "document_level": document_level(r, run),
         "epochs": r.get("epochs"),
         "stopped_by": r.get("stopped_by"),
         "seconds": r.get("train_seconds"),
@@ -88,8 +90,8 @@ def render(rows: list[dict], best_line: bool = True) -> str:
             r["run"],
             r["learner"],
             f"`{r['overrides']}`" if r["overrides"] else "",
-            fmt(r["dev"]),
-            fmt(r["test"]),
+            fmt(r["dev"]) + mark(r["document_level"] and r["dev"] is not None),
+            fmt(r["test"]) + mark(r["document_level"] and r["test"] is not None),
             str(r["epochs"]),
             str(r["stopped_by"]),
             fmt(r["seconds"], 0),
@@ -101,10 +103,12 @@ def render(rows: list[dict], best_line: bool = True) -> str:
     if best_line and len(scored) > 1:
         best = max(scored, key=lambda r: r["dev"])
         lines.append("")
+        old = mark(best["document_level"])
         lines.append(
-            f"Best by dev F1: **{best['run']}** (dev {fmt(best['dev'])}, test {fmt(best['test'])})."
+            f"Best by dev F1: **{best['run']}** "
+            f"(dev {fmt(best['dev'])}{old}, test {fmt(best['test'])}{old})."
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + legend(any(r["document_level"] for r in rows))
 
 
 def replace_section(readme: Path, section: str, table: str) -> None:

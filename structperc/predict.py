@@ -126,7 +126,7 @@ def tag_file(
     else:
         write_conll(output_path, docs, pred)
     if score and docs and all(d.tags is not None for d in docs):
-        return evaluate([d.tags for d in docs], pred)
+        return evaluate([d.tags for d in docs], pred, [d.sentence_starts for d in docs])
     return None
 
 

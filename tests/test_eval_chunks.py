@@ -16,6 +16,7 @@ from seqeval.metrics import (
 )
 
 from structperc.eval import ChunkScores, TypeScores, chunk_spans, evaluate
+from structperc.eval import sentences as chunks_sentences
 
 REL = 1e-9
 
@@ -250,3 +251,31 @@ def test_conll2003_dev_matches_seqeval(data_dir):
     s = evaluate(gold, pred)
     assert 60.0 < s.f1 < 90.0 and s.n_pred != s.n_gold  # the perturbation did something
     assert_matches_seqeval(gold, pred)
+
+
+# ---------------------------------------------------------------- sentence boundaries
+
+
+def test_sentences_cut_documents_at_their_starts():
+    seqs = [["a", "b", "c", "d"], ["e"], []]
+    assert chunks_sentences(seqs, [[0, 2, 3], [0], [0]]) == [["a", "b"], ["c"], ["d"], ["e"]]
+    # a missing 0, duplicate and out-of-range starts: empty sentences are dropped
+    assert chunks_sentences([["a", "b", "c"]], [[1, 1, 3]]) == [["a"], ["b", "c"]]
+    with pytest.raises(ValueError, match="sentence starts for 1 documents but 2"):
+        chunks_sentences([["a"], ["b"]], [[0]])
+
+
+def test_chunks_close_at_sentence_starts_as_conlleval_does():
+    """An I-PER run across a sentence break: conlleval (a blank line between the sentences)
+    sees two PER chunks in gold and prediction, both correct; the whole document one chunk in
+    the prediction, against two in gold, none correct."""
+    gold = [["B-PER", "I-PER", "B-PER", "O"]]
+    pred = [["B-PER", "I-PER", "I-PER", "O"]]
+    s = evaluate(gold, pred, [[0, 2]])
+    assert (s.n_gold, s.n_pred, s.n_correct, s.f1) == (2, 2, 2, 100.0)
+    assert s.f1_document == 0.0
+    whole = evaluate(gold, pred)
+    assert (whole.n_gold, whole.n_pred, whole.n_correct) == (2, 1, 0)
+    assert whole.f1_document is None
+    # the token accuracy counts tokens, not the blank lines between sentences
+    assert s.accuracy == whole.accuracy == 75.0

@@ -27,9 +27,15 @@ def scripts():
             sys.path.remove(p)
 
 
-def make_run(folder: Path, dev: float, test: float, learner: dict, overrides=()) -> Path:
+def make_run(
+    folder: Path, dev: float, test: float, learner: dict, overrides=(), document_level=False
+) -> Path:
+    """A run folder; ``document_level``: made before the scoring change (no ``f1_document``)."""
     (folder / ".hydra").mkdir(parents=True)
-    result = {"dev": {"f1": dev}, "test": {"f1": test}, "epochs": 3, "stopped_by": "max_epochs"}
+    splits = {"dev": {"f1": dev}, "test": {"f1": test}}
+    if not document_level:
+        splits = {k: v | {"f1_document": v["f1"] - 0.3} for k, v in splits.items()}
+    result = {**splits, "epochs": 3, "stopped_by": "max_epochs"}
     result["train_seconds"] = 12.0
     (folder / "results.json").write_text(json.dumps(result))
     cfg = "learner:\n" + "".join(f"  {k}: {v}\n" for k, v in learner.items())
@@ -51,6 +57,21 @@ def test_summarize_reads_learner_from_config_not_overrides(scripts, tmp_path):
     table = summarize.render([summarize.row(r, {}) for r in runs])
     assert "| a | MarginPerceptron C=500 average=False | `+experiment=x` | 90.00 | 84.00 |" in table
     assert "Best by dev F1: **b** (dev 91.00, test 83.00)." in table
+    assert "ᵈ" not in table
+
+
+def test_tables_mark_whole_document_figures(scripts, tmp_path):
+    """A run made before the scoring change (no f1_document) on CoNLL-2003 is marked, one on
+    CoNLL-2000 (sentences are documents) and one scored by conlleval are not."""
+    summarize, _ = scripts
+    make_run(tmp_path / "sweep" / "new", 90.0, 84.0, MARGIN)
+    old = make_run(tmp_path / "sweep" / "old", 91.0, 85.0, MARGIN, document_level=True)
+    chunking = make_run(tmp_path / "sweep" / "old00", 93.0, 92.0, MARGIN, document_level=True)
+    (chunking / ".hydra" / "config.yaml").write_text("data:\n  name: conll2000\n")
+    table = summarize.render([summarize.row(r, {}) for r in summarize.find_runs([str(old.parent)])])
+    assert "| 90.00 | 84.00 |" in table and "| 91.00ᵈ | 85.00ᵈ |" in table
+    assert "| 93.00 | 92.00 |" in table
+    assert "whole-document F1 of a run made before" in table
 
 
 def test_replace_section_keeps_other_sections(scripts, tmp_path):

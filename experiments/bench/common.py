@@ -201,7 +201,8 @@ def make_features(cfg: dict):
 def test_f1(gold_docs, pred_tags) -> float:
     from structperc.eval import evaluate
 
-    return evaluate([d.tags for d in gold_docs], pred_tags).f1
+    starts = [d.sentence_starts for d in gold_docs]
+    return evaluate([d.tags for d in gold_docs], pred_tags, starts).f1
 
 
 def test_accuracy(gold_docs, pred_tags) -> float:

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from scoring import document_level, legend, mark  # noqa: E402
 from summarize import replace_section  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -37,13 +38,16 @@ def table(split: str) -> str:
         "1 / 10 / 20 / 100 | gold listed | rounds or epochs kept | ranking s |",
         "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
+    any_old = False
     for run in runs:
         r = json.loads((run / "results.json").read_text())
-        s = r[split]
-        oracle = " / ".join(f"{s['oracle_f1'][n]:.2f}" for n in ("1", "10", "20", "100"))
+        s, m = r[split], mark(document_level(r, run))
+        any_old |= bool(m)
+        oracle = " / ".join(f"{s['oracle_f1'][n]:.2f}{m}" for n in ("1", "10", "20", "100"))
         lines.append(
             f"| `{run.name}` | {r['ranker']} | {s['precision']:.2f} | {s['recall']:.2f} "
-            f"| {s['f1']:.2f} | {s['base_f1']:.2f} | {reduction(s['f1'], s['base_f1']):.1f}% "
+            f"| {s['f1']:.2f}{m} | {s['base_f1']:.2f}{m} "
+            f"| {reduction(s['f1'], s['base_f1']):.1f}%{m} "
             f"| {oracle} | {s['gold_in_list']:.1f}% | {r['chosen_epoch']} "
             f"| {r['seconds']['ranking']:.0f} |"
         )
@@ -52,7 +56,7 @@ def table(split: str) -> str:
         "",
         f"Collins's own figures (his web data, boundaries only): Max-Ent 85.3 F; {paper}.",
     ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + legend(any_old)
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from scoring import MARK, document_level, legend, mark  # noqa: E402
 from summarize import replace_section  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -23,9 +24,29 @@ PERCEPTRONS = [
 ]
 
 
+def read_results(path: Path) -> dict | None:
+    """The run's results.json, with ``document_level``: whether its F1s are the old
+    whole-document ones (``scoring.document_level``)."""
+    f = path / "results.json"
+    if not f.is_file():
+        return None
+    r = json.loads(f.read_text())
+    return r | {"document_level": document_level(r, path)}
+
+
 def load(name: str) -> dict | None:
-    f = RUNS / name / "results.json"
-    return json.loads(f.read_text()) if f.is_file() else None
+    return read_results(RUNS / name)
+
+
+def old(*rs: dict | None) -> str:
+    """``MARK`` after a figure read from ``rs`` where one of them is document-level."""
+    return mark(any(r is not None and r["document_level"] for r in rs))
+
+
+def table(lines: list[str]) -> str:
+    """The lines, and the legend under them where a figure is marked."""
+    text = "\n".join(lines) + "\n"
+    return text + legend(MARK in text)
 
 
 def settled_epoch(history: list[dict], final: float, within: float = 0.1) -> int | None:
@@ -60,20 +81,21 @@ def perceptrons() -> str:
                 lines.append(f"| {label} | {n} |" + " – |" * 9)
                 continue
             last = last_epochs_dev(r)
-            d_last = f" ({last - last_epochs_dev(base):+.2f})" if base and last else ""
+            m, d = old(r), old(r, base)
+            d_last = f" ({last - last_epochs_dev(base):+.2f}{d})" if base and last else ""
             dev, test = r["dev"]["f1"], r["test"]["f1"]
-            d_dev = f"{dev - base['dev']['f1']:+.2f}" if base else "–"
-            d_test = f"{test - base['test']['f1']:+.2f}" if base else "–"
+            d_dev = f"{dev - base['dev']['f1']:+.2f}{d}" if base else "–"
+            d_test = f"{test - base['test']['f1']:+.2f}{d}" if base else "–"
             settled = settled_epoch(r["history"], dev)
             mix = [h.get("mix_seconds", 0.0) for h in r["history"]]
             lines.append(
-                f"| {label} | {n} | {dev:.2f} | {test:.2f} | {d_dev} | {d_test} "
-                f"| {f'{last:.2f}' if last else '–'}{d_last} "
+                f"| {label} | {n} | {dev:.2f}{m} | {test:.2f}{m} | {d_dev} | {d_test} "
+                f"| {f'{last:.2f}{m}' if last else '–'}{d_last} "
                 f"| {r['epochs']} ({r['stopped_by']}) | {settled if settled else '–'} "
                 f"| {r['train_seconds'] + r.get('bpm_seconds', 0.0):,.0f} "
                 f"| {statistics.median(mix):.2f} |"
             )
-    return "\n".join(lines) + "\n"
+    return table(lines)
 
 
 # the margin perceptron with C divided by the number of ranks (mixing averages R shards'
@@ -94,12 +116,13 @@ def c_over_r() -> str:
             lines.append(f"| {n} | {c} |" + " – |" * 5)
             continue
         dev, test, last = r["dev"]["f1"], r["test"]["f1"], last_epochs_dev(r)
+        m, d = old(r), old(r, base)
         lines.append(
-            f"| {n} | {c} | {dev:.2f} | {test:.2f} | {dev - base['dev']['f1']:+.2f} "
-            f"| {test - base['test']['f1']:+.2f} "
-            f"| {last:.2f} ({last - last_epochs_dev(base):+.2f}) |"
+            f"| {n} | {c} | {dev:.2f}{m} | {test:.2f}{m} | {dev - base['dev']['f1']:+.2f}{d} "
+            f"| {test - base['test']['f1']:+.2f}{d} "
+            f"| {last:.2f}{m} ({last - last_epochs_dev(base):+.2f}{d}) |"
         )
-    return "\n".join(lines) + "\n"
+    return table(lines)
 
 
 CRFS = [
@@ -149,20 +172,21 @@ def converged() -> str:
     for label, paths in CONVERGED:
         base = None
         for n, path in paths:
-            f = path / "results.json"
-            if not f.is_file():
+            r = read_results(path)
+            if r is None:
                 lines.append(f"| {label} | {n} |" + " – |" * 7)
                 continue
-            r = json.loads(f.read_text())
             base = base or r
             last, last0 = last_epochs_dev(r), last_epochs_dev(base)
             dev, test = r["dev"]["f1"], r["test"]["f1"]
+            m, d = old(r), old(r, base)
             lines.append(
-                f"| {label} | {n} | {r['epochs']} ({r['stopped_by']}) | {dev:.2f} | {test:.2f} "
-                f"| {dev - base['dev']['f1']:+.2f} | {test - base['test']['f1']:+.2f} "
-                f"| {last:.2f} ({last - last0:+.2f}) | `{path.relative_to(HERE.parent)}` |"
+                f"| {label} | {n} | {r['epochs']} ({r['stopped_by']}) | {dev:.2f}{m} "
+                f"| {test:.2f}{m} | {dev - base['dev']['f1']:+.2f}{d} "
+                f"| {test - base['test']['f1']:+.2f}{d} | {last:.2f}{m} ({last - last0:+.2f}{d}) "
+                f"| `{path.relative_to(HERE.parent)}` |"
             )
-    return "\n".join(lines) + "\n"
+    return table(lines)
 
 
 # McDonald et al.'s two learners to the paper's rule at 2 ranks (``run.sh plain_converge``),
@@ -171,11 +195,6 @@ PLAIN_CONVERGED = [
     ("Perceptron", "perceptron", CONVERGE_DIR / "perceptron", RUNS / "perceptron_converge_r2"),
     ("Averaged perceptron", "averaged", CONVERGE_DIR / "averaged", RUNS / "averaged_converge_r2"),
 ]
-
-
-def read_results(path: Path) -> dict | None:
-    f = path / "results.json"
-    return json.loads(f.read_text()) if f.is_file() else None
 
 
 def paper() -> str:
@@ -208,7 +227,8 @@ def paper() -> str:
                 continue
             a, b = serial[split]["f1"], mixed[split]["f1"]
             lines.append(
-                f"| {label} | ours, NER F1 ({split}) | 2 | {a:.2f} | {b:.2f} | {b - a:+.2f} | – "
+                f"| {label} | ours, NER F1 ({split}) | 2 | {a:.2f}{old(serial)} "
+                f"| {b:.2f}{old(mixed)} | {b - a:+.2f}{old(serial, mixed)} | – "
                 f"| {serial['epochs']} → {mixed['epochs']} ({mixed['stopped_by']}) |"
             )
     for label, paths in CONVERGED:
@@ -220,12 +240,13 @@ def paper() -> str:
             for split in ("dev", "test"):
                 a, b = serial[split]["f1"], mixed[split]["f1"]
                 lines.append(
-                    f"| {label} | ours, NER F1 ({split}) | {n} | {a:.2f} | {b:.2f} | {b - a:+.2f} "
+                    f"| {label} | ours, NER F1 ({split}) | {n} | {a:.2f}{old(serial)} "
+                    f"| {b:.2f}{old(mixed)} | {b - a:+.2f}{old(serial, mixed)} "
                     f"| – | {serial['epochs']} → {mixed['epochs']} ({mixed['stopped_by']}) |"
                 )
     lines.append("")
     lines.append(f"Paper: {p['source']}. Not in the paper: {p['not_reported']}.")
-    return "\n".join(lines) + "\n"
+    return table(lines)
 
 
 def crf() -> str:
@@ -249,19 +270,19 @@ def crf() -> str:
             per = statistics.median(h["seconds"] for h in r["history"])
             lines.append(
                 f"| {label} | {n} | {r['epochs']} ({r['stopped_by']}) | {f:.6g} | {rel} "
-                f"| {r['dev']['f1']:.2f} | {r['test']['f1']:.2f} | {r['train_seconds']:,.0f} "
-                f"| {per:.2f} |"
+                f"| {r['dev']['f1']:.2f}{old(r)} | {r['test']['f1']:.2f}{old(r)} "
+                f"| {r['train_seconds']:,.0f} | {per:.2f} |"
             )
         if name in SERIAL_REFERENCE and base:  # how far two serial runs end apart
             label2, path = SERIAL_REFERENCE[name]
-            r = json.loads(path.read_text())
+            r = read_results(path.parent)
             f, f1 = r["history"][-1]["objective"], base["history"][-1]["objective"]
             lines.append(
                 f"| {label2} | 1 | {r['epochs']} ({r['stopped_by']}) | {f:.6g} "
-                f"| {abs(f - f1) / abs(f1):.1e} | {r['dev']['f1']:.2f} | {r['test']['f1']:.2f} "
-                f"| {r['train_seconds']:,.0f} | – |"
+                f"| {abs(f - f1) / abs(f1):.1e} | {r['dev']['f1']:.2f}{old(r)} "
+                f"| {r['test']['f1']:.2f}{old(r)} | {r['train_seconds']:,.0f} | – |"
             )
-    return "\n".join(lines) + "\n"
+    return table(lines)
 
 
 # the same trainings with other shuffling seeds (run.sh margin_seeds, proposed_seeds); the
@@ -299,21 +320,24 @@ def seeds() -> str:
             dev = mean_se([r["dev"]["f1"] for r in runs.values()])
             test = mean_se([r["test"]["f1"] for r in runs.values()])
             last = statistics.fmean(last_epochs_dev(r) for r in runs.values())
+            m = old(*runs.values())
             if n == 1:
-                base = (dev[0], test[0], last)
+                base = (dev[0], test[0], last, m)
             d = (
                 [f"{dev[0] - base[0]:+.2f}", f"{test[0] - base[1]:+.2f}", f"{last - base[2]:+.2f}"]
                 if base
                 else ["–"] * 3
             )
-            per_dev = ", ".join(f"{r['dev']['f1']:.2f}" for r in runs.values())
-            per_test = ", ".join(f"{r['test']['f1']:.2f}" for r in runs.values())
+            if base:
+                d = [x + (m or base[3]) for x in d]
+            per_dev = ", ".join(f"{r['dev']['f1']:.2f}{old(r)}" for r in runs.values())
+            per_test = ", ".join(f"{r['test']['f1']:.2f}{old(r)}" for r in runs.values())
             lines.append(
-                f"| {label} | {n} | {','.join(map(str, runs))} | {dev[0]:.2f} ± {dev[1]:.2f} "
-                f"| {test[0]:.2f} ± {test[1]:.2f} | {d[0]} | {d[1]} | {last:.2f} | {d[2]} "
+                f"| {label} | {n} | {','.join(map(str, runs))} | {dev[0]:.2f} ± {dev[1]:.2f}{m} "
+                f"| {test[0]:.2f} ± {test[1]:.2f}{m} | {d[0]} | {d[1]} | {last:.2f}{m} | {d[2]} "
                 f"| {per_dev} | {per_test} |"
             )
-    return "\n".join(lines) + "\n"
+    return table(lines)
 
 
 def speed() -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from scoring import document_level, legend, mark  # noqa: E402
 from summarize import replace_section  # noqa: E402
 
 RUNS = Path(__file__).resolve().parent / "runs"
@@ -148,12 +149,22 @@ def f1(run: dict, split: str) -> float:
     return run["result"][split]["f1"]
 
 
+def old(run: dict) -> bool:
+    """Whether the run's F1s are the whole-document figures of before the scoring change."""
+    return document_level(run["result"], run["run"])
+
+
+def cell(run: dict, split: str) -> str:
+    return f"{f1(run, split):.2f}{mark(old(run))}"
+
+
 def table2() -> str:
     lines = [
         "| method | chosen on dev | grid tried | dev F1 | test F1 | train s | paper | paper dev "
         "| paper test | test − paper | run |",
         "|---|---|---|---:|---:|---:|---|---:|---:|---:|---|",
     ]
+    any_old = False
     for label, globs, key, pdev, ptest, pparam in TABLE2:
         runs = runs_of(globs)
         if not runs:
@@ -161,17 +172,28 @@ def table2() -> str:
                 f"| {label} | (no run yet) | | | | | {pparam} | {pdev:.2f} | {ptest:.2f} | | |"
             )
             continue
-        best = max(runs, key=lambda r: f1(r, "dev"))
-        grid = sorted({param(r, key) for r in runs} - {None})
+        # chosen among the runs scored by conlleval where there are any: the old figures are
+        # on another scale
+        best = max([r for r in runs if not old(r)] or runs, key=lambda r: f1(r, "dev"))
+        values = {param(r, key): old(r) for r in runs if param(r, key) is not None}
+        grid = ", ".join(f"{fmt_param(g)}{mark(values[g])}" for g in sorted(values))
+        any_old |= old(best) or any(values.values())
         chosen = f"{key.split('.')[-1]} = {fmt_param(param(best, key))}" if key else "–"
         seconds = best["result"].get("train_seconds")
         lines.append(
-            f"| {label} | {chosen} | {', '.join(fmt_param(g) for g in grid) or '–'} "
-            f"| {f1(best, 'dev'):.2f} | {f1(best, 'test'):.2f} "
+            f"| {label} | {chosen} | {grid or '–'} "
+            f"| {cell(best, 'dev')} | {cell(best, 'test')} "
             f"| {seconds:.0f} | {pparam} | {pdev:.2f} | {ptest:.2f} "
-            f"| {f1(best, 'test') - ptest:+.2f} | `{best['run'].relative_to(RUNS)}` |"
+            f"| {f1(best, 'test') - ptest:+.2f}{mark(old(best))} "
+            f"| `{best['run'].relative_to(RUNS)}` |"
         )
-    return "\n".join(lines) + "\n"
+    if any_old:
+        lines.append("")
+        lines.append(
+            f"A grid value marked {mark(True)} was not re-run after the scoring change: the choice "
+            "on dev is made among the re-run values."
+        )
+    return "\n".join(lines) + "\n" + legend(any_old)
 
 
 def ablation() -> str:
@@ -185,14 +207,18 @@ def ablation() -> str:
         "| run | dev F1 | test F1 | Δ dev | Δ test | run folder |",
         "|---|---:|---:|---:|---:|---|",
     ]
+    any_old = False
     for label, path in rows:
         r = load(path)
+        m = mark(old(r) or old(ref))
+        any_old |= old(r) or old(ref)
         lines.append(
-            f"| {label} | {f1(r, 'dev'):.2f} | {f1(r, 'test'):.2f} "
-            f"| {f1(r, 'dev') - f1(ref, 'dev'):+.2f} | {f1(r, 'test') - f1(ref, 'test'):+.2f} "
+            f"| {label} | {cell(r, 'dev')} | {cell(r, 'test')} "
+            f"| {f1(r, 'dev') - f1(ref, 'dev'):+.2f}{m} "
+            f"| {f1(r, 'test') - f1(ref, 'test'):+.2f}{m} "
             f"| `{path.relative_to(RUNS)}` |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + legend(any_old)
 
 
 def convergence() -> str:
@@ -205,28 +231,31 @@ def convergence() -> str:
         "| paper dev | paper test | run folder |",
         "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
+    any_old = False
     for label, name, pdev, ptest in CONVERGE:
         path = RUNS / name
         if not (path / "results.json").exists():
             continue
-        r = load(path)["result"]
+        run = load(path)
+        r, m = run["result"], mark(old(run))
+        any_old |= old(run)
         hist = [h for h in r.get("history", []) if h.get("dev_f1") is not None]
         at = next((h["dev_f1"] for h in hist if h["epoch"] == CONVERGE_AT), None)
         best = max(hist, key=lambda h: h["dev_f1"]) if hist else None
         late = [h["dev_f1"] for h in hist if h["epoch"] > r["epochs"] - CONVERGE_LAST]
         last = r["history"][-1] if r.get("history") else {}
-        best_text = "–" if best is None else f"{best['dev_f1']:.2f} ({best['epoch']})"
+        best_text = "–" if best is None else f"{best['dev_f1']:.2f}{m} ({best['epoch']})"
         lines.append(
-            f"| {label} | {r['epochs']} | {r['stopped_by']} | {r['dev']['f1']:.2f} "
-            f"| {r['test']['f1']:.2f} | {'–' if at is None else f'{at:.2f}'} "
+            f"| {label} | {r['epochs']} | {r['stopped_by']} | {r['dev']['f1']:.2f}{m} "
+            f"| {r['test']['f1']:.2f}{m} | {'–' if at is None else f'{at:.2f}{m}'} "
             f"| {best_text} "
-            f"| {mean_sd(late) if late else '–'} "
+            f"| {mean_sd(late) + m if late else '–'} "
             f"| {last.get('word_error', float('nan')):.5f}, {last.get('updates', '–')} "
             f"| {r.get('train_seconds', 0):.0f} | {pdev:.2f} | {ptest:.2f} | `{name}` |"
         )
     if len(lines) == 2:
         return "(no convergence run has finished yet)\n"
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + legend(any_old)
 
 
 def mean_sd(values: list[float]) -> str:
@@ -248,10 +277,11 @@ def seeds(settings: list[tuple[str, list[str]]] | None = None, pairs=((0, 1),)) 
         if not runs:
             continue
         dev, test = [f1(r, "dev") for r in runs], [f1(r, "test") for r in runs]
-        groups[k] = (label, dev, test)
+        m = mark(any(old(r) for r in runs))
+        groups[k] = (label, dev, test, m)
         lines.append(
-            f"| {label} | {len(runs)} | {mean_sd(dev)} | {mean_sd(test)} "
-            f"| {', '.join(f'{x:.2f}' for x in test)} |"
+            f"| {label} | {len(runs)} | {mean_sd(dev)}{m} | {mean_sd(test)}{m} "
+            f"| {', '.join(cell(r, 'test') for r in runs)} |"
         )
     for i, j in pairs:
         if i not in groups or j not in groups or min(len(groups[i][1]), len(groups[j][1])) < 2:
@@ -261,14 +291,14 @@ def seeds(settings: list[tuple[str, list[str]]] | None = None, pairs=((0, 1),)) 
             a, b = groups[i][k], groups[j][k]
             diff = statistics.mean(b) - statistics.mean(a)
             se = (statistics.variance(a) / len(a) + statistics.variance(b) / len(b)) ** 0.5
-            parts.append(f"{split} {diff:+.2f} ± {se:.2f}")
+            parts.append(f"{split} {diff:+.2f} ± {se:.2f}{groups[i][3] or groups[j][3]}")
         lines.append("")
         lines.append(
             f"Difference of the means, {groups[j][0]} minus {groups[i][0]} (± standard error): "
             + ", ".join(parts)
             + "."
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + legend(any(g[3] for g in groups.values()))
 
 
 # the external gazetteers (features.gazetteers, all six sources) against the same settings

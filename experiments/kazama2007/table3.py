@@ -57,7 +57,7 @@ def measure(run: Path, ns: list[int], data_dir: Path) -> dict:
             ids = structure.predict(data)
             seconds = time.perf_counter() - t0
             pred = [[weights.labels[i] for i in p] for p in ids]
-            scores = evaluate([d.tags for d in docs], pred)
+            scores = evaluate([d.tags for d in docs], pred, [d.sentence_starts for d in docs])
             rows.append({"split": split, "n": n, "f1": scores.f1, "seconds": seconds})
             print(f"{split} n'={n}: F1 {scores.f1:.2f} ({seconds:.1f} s)", flush=True)
     return {"run": str(run), "threads": torch.get_num_threads(), "rows": rows}

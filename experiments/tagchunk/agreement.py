@@ -63,7 +63,11 @@ def main() -> None:
                     entity.append(pair)
                 if caps:
                     headline.append(pair)
-    chunks = evaluate([d.columns["chunk"] for d in docs], [t.columns["chunk"] for t in filled])
+    chunks = evaluate(
+        [d.columns["chunk"] for d in docs],
+        [t.columns["chunk"] for t in filled],
+        [d.sentence_starts for d in docs],
+    )
     out = {
         "tagger": str(args.tagger),
         "split": args.split,

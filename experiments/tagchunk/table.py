@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from scoring import MARK, document_level, legend, mark  # noqa: E402
 from summarize import replace_section  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -122,6 +123,27 @@ def tagger() -> str:
     return "\n".join([*lines, "", "Training: " + " ".join(notes)]) + "\n"
 
 
+def read(run: str) -> dict | None:
+    """The results.json of ``run`` under ``KAZAMA``, with ``document_level``: whether its F1s
+    are the old whole-document ones (``scoring.document_level``)."""
+    f = KAZAMA / run / "results.json"
+    if not f.is_file():
+        return None
+    r = json.loads(f.read_text())
+    return r | {"document_level": document_level(r, f.parent)}
+
+
+def old(*rs: dict | None) -> str:
+    """``MARK`` after a figure read from ``rs`` where one of them is document-level."""
+    return mark(any(r is not None and r["document_level"] for r in rs))
+
+
+def table(lines: list[str]) -> str:
+    """The lines, and the legend under them where a figure is marked."""
+    text = "\n".join(lines) + "\n"
+    return text + legend(MARK in text)
+
+
 def ner() -> str:
     lines = [
         "| method | tagger | dev, given | test, given | dev, tagger's | test, tagger's "
@@ -129,12 +151,9 @@ def ner() -> str:
         "|---|---|---:|---:|---:|---:|---:|---|",
     ]
 
-    def read(run: str) -> dict | None:
-        f = KAZAMA / run / "results.json"
-        return json.loads(f.read_text()) if f.is_file() else None
-
     def f1s(r: dict | None) -> list[str]:
-        return [f"{r['dev']['f1']:.2f}", f"{r['test']['f1']:.2f}"] if r else ["–", "–"]
+        m = old(r)
+        return [f"{r['dev']['f1']:.2f}{m}", f"{r['test']['f1']:.2f}{m}"] if r else ["–", "–"]
 
     for label, given, auto, p_given, p_auto in NER:
         for tagger_label, folder in AUTO:
@@ -146,9 +165,9 @@ def ner() -> str:
                 f"{p_auto:.2f} ({p_auto - p_given:+.2f})" if p_auto else "–"
             )
             cells = [label, tagger_label, *f1s(rg), *f1s(ra)]
-            cells += [f"{gain:+.2f}" if gain is not None else "–", paper]
+            cells += [f"{gain:+.2f}{old(rg, ra)}" if gain is not None else "–", paper]
             lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return table(lines)
 
 
 # C chosen again on the final-fit tagger's columns: (label, run prefix under auto_tags_final/, Cs,
@@ -166,23 +185,20 @@ def ner_c() -> str:
         "|---|---:|---:|---:|---:|",
     ]
     for label, prefix, cs, given in RETUNED:
-        runs = {}
-        for c in cs:
-            f = KAZAMA / "auto_tags_final" / f"{prefix}{c}" / "results.json"
-            if f.is_file():
-                runs[c] = json.loads(f.read_text())
+        runs = {c: read(f"auto_tags_final/{prefix}{c}") for c in cs}
+        runs = {c: r for c, r in runs.items() if r is not None}
         if not runs:
             continue
         best = max(runs, key=lambda c: runs[c]["dev"]["f1"])
-        g = json.loads((KAZAMA / given / "results.json").read_text())["test"]["f1"]
+        g = read(given)
         for c, r in runs.items():
-            gain = f"{r['test']['f1'] - g:+.2f}" if c == best else ""
-            mark = "**" if c == best else ""
+            gain = f"{r['test']['f1'] - g['test']['f1']:+.2f}{old(r, g)}" if c == best else ""
+            bold = "**" if c == best else ""
             lines.append(
-                f"| {label} | {mark}{c}{mark} | {r['dev']['f1']:.2f} | {r['test']['f1']:.2f} "
-                f"| {gain} |"
+                f"| {label} | {bold}{c}{bold} | {r['dev']['f1']:.2f}{old(r)} "
+                f"| {r['test']['f1']:.2f}{old(r)} | {gain} |"
             )
-    return "\n".join(lines) + "\n"
+    return table(lines)
 
 
 # the rows over shuffling seeds 0-2, each on the given columns and then on the final fit's:
@@ -235,25 +251,28 @@ def ner_seeds() -> str:
         "|---|---|---:|---:|---:|---|---:|",
     ]
     for label, given, names in SEEDED:
-        given_mean = None
+        given_mean, given_rs = None, []
         columns = [("given", given)]
         columns += [(name, [f"{folder}/{n}" for n in names]) for name, folder in SEEDED_AUTO]
         for name, runs in columns:
-            found = [KAZAMA / r / "results.json" for r in runs]
-            rs = [json.loads(f.read_text()) for f in found if f.is_file()]
+            rs = [r for r in map(read, runs) if r is not None]
             if not rs:
                 continue
             dev, test = [r["dev"]["f1"] for r in rs], [r["test"]["f1"] for r in rs]
-            mean = sum(test) / len(test)
+            mean, m = sum(test) / len(test), old(*rs)
             if name == "given":
-                given_mean = mean
-            gain = "" if name == "given" or given_mean is None else f"{mean - given_mean:+.2f}"
-            per_seed = ", ".join(f"{t:.2f}" for t in test)
+                given_mean, given_rs = mean, rs
+            gain = (
+                ""
+                if name == "given" or given_mean is None
+                else f"{mean - given_mean:+.2f}{old(*rs, *given_rs)}"
+            )
+            per_seed = ", ".join(f"{r['test']['f1']:.2f}{old(r)}" for r in rs)
             lines.append(
-                f"| {label} | {name} | {len(rs)} | {mean_sd(dev)} | {mean_sd(test)} "
+                f"| {label} | {name} | {len(rs)} | {mean_sd(dev)}{m} | {mean_sd(test)}{m} "
                 f"| {per_seed} | {gain} |"
             )
-    return "\n".join(lines) + "\n"
+    return table(lines)
 
 
 def token_only() -> str:
@@ -305,9 +324,9 @@ def nbest_pos() -> str:
     ]
     for w in r["weights"]:
         label = "inf (the cascade)" if w == "inf" else w
-        mark = "**" if w == r["chosen"] else ""
+        bold = "**" if w == r["chosen"] else ""
         lines.append(
-            f"| {mark}{label}{mark} | {r['dev']['f1'][w]:.2f} | {r['test']['f1'][w]:.2f} |"
+            f"| {bold}{label}{bold} | {r['dev']['f1'][w]:.2f} | {r['test']['f1'][w]:.2f} |"
         )
     speed = r["test"]["tokens_per_second"]
     lines += ["", f"Dev chooses a = {r['chosen']}; tagging test runs at {speed:,.0f} tokens/s."]

@@ -6,7 +6,12 @@ also used for CoNLL-2002/2003 NER.
 
 A label ``P-TYPE`` is split at its first hyphen into a prefix ``P`` and a type (``O`` and other
 labels without a hyphen have the empty type).  Chunk boundaries follow conlleval's
-``startOfChunk``/``endOfChunk`` exactly, with an implicit ``O`` before and after every document.
+``startOfChunk``/``endOfChunk`` exactly, with an implicit ``O`` before and after every sequence
+scored.  conlleval.pl reads a file whose blank lines end every *sentence*, so a chunk never
+spans a sentence break there: ``evaluate(..., sentence_starts=...)`` closes every chunk at the
+sentence starts of a document exactly as those blank lines do, and that is the reported F1.  The
+score of whole documents, where an ``I-X`` run may cross a sentence break and count as one chunk,
+is kept beside it as ``f1_document``.
 A chunk starts at a token when the previous/current prefixes are B/B, I/B, O/B, O/I, E/E, E/I or
 O/E, when the token's prefix is not ``O`` or ``.`` and its type differs from the previous type,
 or when its prefix is ``[`` or ``]``.  A chunk ends before a token when the pair is B/B, B/O, I/B,
@@ -27,9 +32,10 @@ A predicted chunk is correct when a gold chunk has the same start, end and type.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 
-__all__ = ["ChunkScores", "TypeScores", "chunk_spans", "evaluate"]
+__all__ = ["ChunkScores", "TypeScores", "chunk_spans", "evaluate", "sentences"]
 
 _B_STARTS = {("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"), ("E", "E"), ("E", "I"), ("O", "E")}
 _B_ENDS = {("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"), ("E", "E"), ("E", "I"), ("E", "O")}
@@ -108,6 +114,8 @@ class ChunkScores:
     """Overall conlleval scores; precision/recall/f1/accuracy in percent (0..100).
 
     ``per_type`` maps every type found in gold or predictions to its scores, sorted by name.
+    ``f1_document``: the F1 of the same labels with chunks closed only at document ends (None
+    unless ``evaluate`` was given sentence starts).
     """
 
     precision: float
@@ -119,6 +127,7 @@ class ChunkScores:
     n_correct: int
     n_tokens: int
     per_type: dict[str, TypeScores] = field(default_factory=dict)
+    f1_document: float | None = None
 
     def to_dict(self) -> dict:
         """A JSON-serialisable dict (``per_type`` becomes a dict of dicts)."""
@@ -143,26 +152,65 @@ class ChunkScores:
         return "\n".join(lines)
 
 
-def evaluate(gold: list[list[str]], pred: list[list[str]]) -> ChunkScores:
+def sentences(
+    sequences: Sequence[Sequence[str]], sentence_starts: Sequence[Sequence[int]]
+) -> list[Sequence[str]]:
+    """The sentences of every sequence, cut at its ``sentence_starts`` (ascending offsets; a
+    missing 0 is implied), as conlleval.pl sees them between the blank lines of a written file.
+    Empty sentences are dropped (two blank lines in a row are one boundary for conlleval)."""
+    if len(sequences) != len(sentence_starts):
+        raise ValueError(
+            f"got sentence starts for {len(sentence_starts)} documents but {len(sequences)} "
+            "label sequences"
+        )
+    out: list[Sequence[str]] = []
+    for seq, starts in zip(sequences, sentence_starts, strict=True):
+        bounds = [0, *(s for s in starts if 0 < s < len(seq)), len(seq)]
+        out.extend(seq[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a)
+    return out
+
+
+def evaluate(
+    gold: Sequence[Sequence[str]],
+    pred: Sequence[Sequence[str]],
+    sentence_starts: Sequence[Sequence[int]] | None = None,
+) -> ChunkScores:
     """Score predicted label sequences against gold ones, one list of labels per document.
 
-    A literal port of conlleval.pl's counting loop: chunks are counted where they start, and a
-    predicted chunk is correct when it starts and ends together with a gold chunk of the same
-    type.  For labels with prefixes B/I/E/S/O this equals comparing the sets from
-    :func:`chunk_spans`.  Raises ValueError if the number of documents or the length of a
-    document differs.
+    With ``sentence_starts`` (one ascending list of offsets per document, as
+    ``Document.sentence_starts``), every sentence is scored as conlleval.pl scores the lines
+    between two blank lines, and ``f1_document`` is the F1 over whole documents; without it,
+    every sequence is one sentence.  Raises ValueError if the number of documents or the length
+    of a document differs.
     """
+    _check_lengths(gold, pred)
+    if sentence_starts is None:
+        return _count(gold, pred)
+    scores = _count(sentences(gold, sentence_starts), sentences(pred, sentence_starts))
+    return replace(scores, f1_document=_count(gold, pred).f1)
+
+
+def _check_lengths(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> None:
     if len(gold) != len(pred):
         raise ValueError(f"gold has {len(gold)} documents but pred has {len(pred)}")
-    counts: dict[str, list[int]] = {}  # type -> [gold, pred, correct]
-    n_tokens = n_agree = 0
-    split: dict[str, tuple[str, str]] = {}
-    in_correct = False  # inside a gold and a predicted chunk that started together
     for d, (g_tags, p_tags) in enumerate(zip(gold, pred, strict=True)):
         if len(g_tags) != len(p_tags):
             raise ValueError(
                 f"document {d}: gold has {len(g_tags)} labels but pred has {len(p_tags)}"
             )
+
+
+def _count(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> ChunkScores:
+    """A literal port of conlleval.pl's counting loop over sentences ``gold`` / ``pred``, each
+    followed by conlleval's blank line (an ``O``/``O`` pair that is not a token).  Chunks are
+    counted where they start, and a predicted chunk is correct when it starts and ends together
+    with a gold chunk of the same type.  For labels with prefixes B/I/E/S/O this equals comparing
+    the sets from :func:`chunk_spans` sentence by sentence."""
+    counts: dict[str, list[int]] = {}  # type -> [gold, pred, correct]
+    n_tokens = n_agree = 0
+    split: dict[str, tuple[str, str]] = {}
+    in_correct = False  # inside a gold and a predicted chunk that started together
+    for g_tags, p_tags in zip(gold, pred, strict=True):
         n_tokens += len(g_tags)
         lg = lp = _O  # previous gold / predicted (prefix, type)
         for gl, pl in [*zip(g_tags, p_tags, strict=True), ("O", "O")]:
@@ -183,7 +231,7 @@ def evaluate(gold: list[list[str]], pred: list[list[str]]) -> ChunkScores:
             in_correct = in_correct or (g_start and p_start and g[1] == p[1])
             n_agree += g == p
             lg, lp = g, p
-        n_agree -= 1  # the sentinel ("O", "O"), conlleval's blank line between documents
+        n_agree -= 1  # the sentinel ("O", "O"), conlleval's blank line after a sentence
     if in_correct:  # only with odd prefixes that never end a chunk, e.g. ["I-X", ".-X"]
         counts.setdefault("", [0, 0, 0])[2] += 1  # conlleval's lastCorrectType after a blank line
     per_type = {  # like conlleval, only types of found chunks (normally all types)

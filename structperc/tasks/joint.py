@@ -70,7 +70,7 @@ def scores(
         right = sum(g == p for pair in pairs for g, p in pair)
         out["pos_accuracy"] = 100.0 * right / max(sum(map(len, gold)), 1)
     if np is not None:
-        s = evaluate([np_labels(d) for d in docs], np)
+        s = evaluate([np_labels(d) for d in docs], np, [d.sentence_starts for d in docs])
         out.update(np_accuracy=s.accuracy, np_f1=s.f1, np_precision=s.precision, np_recall=s.recall)
     return out
 

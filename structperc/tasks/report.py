@@ -108,14 +108,21 @@ def history_rows(logs: list[EpochLog]) -> list[dict]:
 
 
 def chunk_scores(s: ChunkScores) -> dict:
-    """Precision, recall, F1, token accuracy and per-type F1 (percent) for results.json."""
-    return {
+    """conlleval's precision, recall, F1, token accuracy, chunk counts and per-type F1 (percent)
+    for results.json, and the F1 over whole documents (``f1_document``) where it was scored."""
+    out = {
         "f1": s.f1,
         "precision": s.precision,
         "recall": s.recall,
         "accuracy": s.accuracy,
+        "n_gold": s.n_gold,
+        "n_pred": s.n_pred,
+        "n_correct": s.n_correct,
         "per_type": {t: ts.f1 for t, ts in s.per_type.items()},
     }
+    if s.f1_document is not None:
+        out["f1_document"] = s.f1_document
+    return out
 
 
 def finish(out_dir: Path, monitor: Monitor, results: dict, final: dict[str, float]) -> None:

@@ -104,7 +104,8 @@ def list_figures(lists: CandidateSet, docs: list[Document], labels: list[str], n
 
     def f1_of(rows: list[int]) -> float:
         tags = [[labels[i] for i in lists.labeling(r).tolist()] for r in rows]
-        return evaluate(gold, unit_predictions(docs, lists.units, tags)).f1
+        pred = unit_predictions(docs, lists.units, tags)
+        return evaluate(gold, pred, [d.sentence_starts for d in docs]).f1
 
     first = [int(lists.offsets[u]) for u in range(lists.num_units)]
     listed = [
@@ -214,7 +215,8 @@ def run_rerank(
     def split_f1(split: str, winners: list[int]) -> tuple:
         tags = [[labels[i] for i in ranking[split].row(r).tolist()] for r in winners]
         pred = unit_predictions(corpus[split], units[split][1], tags)
-        return evaluate([d.tags for d in corpus[split]], pred), pred
+        docs = corpus[split]
+        return evaluate([d.tags for d in docs], pred, [d.sentence_starts for d in docs]), pred
 
     def evaluate_during_training() -> dict[str, float]:
         s, _ = split_f1(eval_split, predict(eval_split))

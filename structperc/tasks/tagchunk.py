@@ -272,7 +272,11 @@ def run_tagchunk(
             for d, t in zip(docs, tagged, strict=True)
             for g, p in zip(d.columns["pos"], t.columns["pos"], strict=True)
         )
-        cascade = evaluate([d.tags for d in docs], [t.columns["chunk"] for t in tagged])
+        cascade = evaluate(
+            [d.tags for d in docs],
+            [t.columns["chunk"] for t in tagged],
+            [d.sentence_starts for d in docs],
+        )
         results[split] = {
             "pos_accuracy": 100.0 * right / tokens,
             "chunk_f1_gold_pos": chunk[split]["f1"],

@@ -92,7 +92,8 @@ def score_predictions(
     """conlleval scores of predicted label ids against the documents' tags, and the tags; both in
     IOB2 (a chain trained on IOBES, such as the tagchunk chunker, is scored and written in IOB2)."""
     pred = [iobes_to_iob2([labels[i] for i in p]) for p in pred_ids]
-    return evaluate([iobes_to_iob2(d.tags) for d in docs], pred), pred
+    gold = [iobes_to_iob2(d.tags) for d in docs]
+    return evaluate(gold, pred, [d.sentence_starts for d in docs]), pred
 
 
 def run_tagging(
@@ -162,7 +163,10 @@ def run_tagging(
 
     def evaluate_during_training() -> dict[str, float]:
         s, _ = score_predictions(labels, corpus[eval_split], decode(eval_split, during_training))
-        return {"f1": s.f1, "precision": s.precision, "recall": s.recall, "accuracy": s.accuracy}
+        out = {"f1": s.f1, "precision": s.precision, "recall": s.recall, "accuracy": s.accuracy}
+        if s.f1_document is not None:  # whole documents: TensorBoard <split>/f1_document
+            out["f1_document"] = s.f1_document
+        return out
 
     every = eval_every if group.is_main else 0
     report = EpochReporter(monitor, updater, every, eval_split, evaluate_during_training, (metric,))
@@ -192,7 +196,14 @@ def run_tagging(
         s, pred = score_predictions(labels, corpus[split], decode(split))
         results[split] = chunk_scores(s) | {"decode_seconds": time.perf_counter() - t0}
         if metric == "f1":
-            log.info("%s: P %.2f R %.2f F1 %.2f", split, s.precision, s.recall, s.f1)
+            log.info(
+                "%s: P %.2f R %.2f F1 %.2f (conlleval; whole documents %.2f)",
+                split,
+                s.precision,
+                s.recall,
+                s.f1,
+                s.f1 if s.f1_document is None else s.f1_document,
+            )
         else:
             log.info("%s: accuracy %.2f%%", split, s.accuracy)
         if write_predictions:  # gold in IOB2 beside the predictions, as they are scored
