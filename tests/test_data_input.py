@@ -3,6 +3,7 @@ test that any bytes and any column map give documents or the reader's own format
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,55 @@ def test_bad_column_maps_and_schemes_are_clear_errors(tmp_path):
         read_conll(path, columns=["token"], scheme="bioes")
 
 
+def test_only_ascii_spaces_and_tabs_separate_columns(tmp_path):
+    """A no-break space (or any other Unicode space) inside a token is part of it."""
+    text = "New\xa0York B-LOC\nis\tO\nbig\u2009city O\n"
+    (doc,) = read_conll(write(tmp_path, text), columns=["token", "ner"])
+    assert doc.tokens == ["New\xa0York", "is", "big\u2009city"]
+    assert doc.tags == ["B-LOC", "O", "O"]
+
+
+def test_the_fast_splitter_is_taken_only_where_it_splits_the_same():
+    """``str.split`` serves a text without other whitespace than the space, tab and line end:
+    the characters it also splits on are exactly ``_OTHER_SPACE``'s (and the CR, a line end)."""
+    from structperc.data.conll import _OTHER_SPACE, split_columns
+
+    splits = {chr(i) for i in range(0x110000) if chr(i).isspace()} - set(" \t\n\r")
+    assert {c for c in map(chr, range(0x110000)) if _OTHER_SPACE.fullmatch(c)} == splits
+    assert split_columns("a b\tc\n") is str.split
+    assert split_columns("a\xa0b c")("a\xa0b c") == ["a\xa0b", "c"]
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r"])
+def test_crlf_and_old_mac_line_ends_read_as_lf(tmp_path, newline):
+    text = "-DOCSTART- -X- -X- O\n\nJohn NNP B-NP B-PER\nlives VBZ B-VP O\n\nParis NNP B-NP B-LOC\n"
+    expected = read_conll(write(tmp_path, text, "lf.txt"))
+    docs = read_conll(write(tmp_path, text.replace("\n", newline), "other.txt"))
+    assert [(d.tokens, d.columns, d.tags, d.sentence_starts) for d in docs] == [
+        (d.tokens, d.columns, d.tags, d.sentence_starts) for d in expected
+    ]
+    bad = write(tmp_path, text.replace("\n", newline) + "Rome NNP" + newline, "bad.txt")
+    with pytest.raises(ConllFormatError, match=r"bad\.txt:7: expected 4 columns like line 3"):
+        read_conll(bad)
+
+
+@pytest.mark.parametrize(
+    ("line", "column", "char"),
+    [
+        ("Paris NNP B-NP B-LOC\x00", 4, "U+0000"),
+        ("Pa\x07ris NNP B-NP B-LOC", 1, "U+0007"),
+        ("Paris NNP \x1fB-NP B-LOC", 3, "U+001F"),
+        ("Paris NNP B-NP\x85 B-LOC", 3, "U+0085"),
+    ],
+)
+def test_a_control_character_in_a_column_is_a_format_error(tmp_path, line, column, char):
+    path = write(tmp_path, f"John NNP B-NP B-PER\n{line}\n")
+    with pytest.raises(
+        ConllFormatError, match=rf"in\.txt:2: column {column}: control character {re.escape(char)}"
+    ):
+        read_conll(path)
+
+
 FUZZ_TEXT = st.lists(
     st.sampled_from(
         [
@@ -82,6 +132,8 @@ FUZZ_TEXT = st.lists(
             "\t",
             "\xe9",
             "\x00",
+            "\r",
+            "\xa0",
         ]
     ),
     max_size=40,

@@ -1,8 +1,11 @@
 """Read and write CoNLL column files (CoNLL-2003 NER, CoNLL-2000 chunking) as Documents.
 
-One token per line, space-separated columns, a blank line after each sentence and, in
-CoNLL-2003, a ``-DOCSTART-`` line before each document.  The reader converts tag columns to IOB2,
-keeps document and sentence boundaries, and turns every malformed line into a
+One token per line, a blank line after each sentence and, in CoNLL-2003, a ``-DOCSTART-`` line
+before each document.  Columns are separated by ASCII spaces and tabs only: a no-break space or
+another Unicode space inside a token is part of it.  Lines end in LF, CRLF or a lone CR (old Mac
+files), as Python's universal newlines read them; no column may hold another control character
+(a NUL after a tag is a format error, not a new entity type).  The reader converts tag columns
+to IOB2, keeps document and sentence boundaries, and turns every malformed line into a
 ``ConllFormatError`` that names the file, the line and what was expected.  The writer puts the
 columns back and appends a prediction column, the input conlleval expects.
 
@@ -43,8 +46,19 @@ DOCUMENT_MODES = ("docstart", "sentence")
 COLUMN_NAMES = ("token", "pos", "chunk", "ner", "_")  # "_": a column to skip
 TAG_SCHEMES = ("iob1", "iob2", "io")
 DOCSTART = "-DOCSTART-"
-# A maximal run of non-blank lines: one sentence, or -DOCSTART- lines (usually alone).
-_BLOCK = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
+BLANK = " \t"  # the characters that separate columns
+# A maximal run of non-blank lines (a blank line holds spaces and tabs at most): one sentence,
+# or -DOCSTART- lines (usually alone).
+_BLOCK = re.compile(r"[^\n]*[^ \t\n][^\n]*(?:\n[^\n]*[^ \t\n][^\n]*)*")
+# A column: what lies between ASCII spaces and tabs.
+_FIELD = re.compile(r"[^ \t]+")
+# What str.split() splits on besides the ASCII space, tab and line end: a text without any of
+# these is split into columns by str.split, the same columns as _FIELD's and faster.
+_OTHER_SPACE = re.compile(
+    "[\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+)
+# Control characters (Unicode category Cc) but the tab and the line end (CRs are line ends).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 # Set on Documents read in "docstart" mode, so write_conll can restore the -DOCSTART- lines.
 # An instance attribute, not a dataclass field: Document's fields stay as they are.
@@ -132,6 +146,40 @@ def read_utf8(path: str | os.PathLike) -> tuple[str, str]:
         ) from None
 
 
+def universal_newlines(text: str) -> str:
+    """``text`` with its CRLF and lone CR line ends as LF (Python's universal newlines)."""
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def split_columns(text: str):
+    """The column splitter of ``text`` (one line in, its columns out): columns are separated by
+    ASCII spaces and tabs only; ``str.split`` when the text holds no other whitespace."""
+    return _FIELD.findall if _OTHER_SPACE.search(text) else str.split
+
+
+def check_controls(text: str, path: str) -> None:
+    """ConllFormatError naming the line and column of the first control character in ``text``
+    (LF line ends) other than the tab."""
+    found = _CONTROL.search(text)
+    if found is None:
+        return
+    pos = found.start()
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    end = len(text) if end < 0 else end
+    before = text[start:pos]
+    column = len(_FIELD.findall(before)) + (not before or before[-1] in BLANK)
+    field = next(m for m in _FIELD.finditer(text, start, end) if m.start() <= pos < m.end())
+    line = text.count("\n", 0, pos) + 1
+    raise ConllFormatError(
+        f"{path}:{line}: column {column}: control character "
+        f"U+{ord(text[pos]):04X} in {field.group()!r}: expected printable text (columns are "
+        "separated by spaces or tabs)"
+    )
+
+
 def read_conll(
     path: str | os.PathLike,
     layout: str = "conll2003",
@@ -155,7 +203,8 @@ def read_conll(
 
     ``columns`` holds every column but the token and the label ("pos", "chunk"); IOB columns
     (the label, and CoNLL-2003's chunk column) are converted from IOB1 to IOB2 per sentence.
-    Columns are split on whitespace.  Raises ConllFormatError for a malformed file.
+    Columns are separated by ASCII spaces and tabs (module docstring); lines end in LF, CRLF or
+    CR.  Raises ConllFormatError for a malformed file (a control character in a column too).
     """
     _check_layout(layout)
     if columns is not None:
@@ -178,6 +227,7 @@ def read_conll(
     if max_docs is not None and max_docs < 0:
         raise ValueError(f"max_docs must be >= 0 or None, got {max_docs}")
     text, name = read_utf8(path)
+    text = universal_newlines(text)
     if max_docs == 0:
         return []
     # The parse makes ~1e5 small containers and no cycles: collecting meanwhile only costs time.
@@ -216,6 +266,7 @@ class _Parser:
         self.other: list[tuple[int, str]] = []  # (field index, name) kept in Document.columns
         self.iob: list[_IobColumn] = []
         self.out: list[Document] = []
+        self.split = str.split  # the column splitter, parse()'s split_columns(text)
         self._new_doc()
 
     def _new_doc(self) -> None:
@@ -252,7 +303,7 @@ class _Parser:
 
     def _add_sentence(self, lines: list[str], first_line: int) -> None:
         """Add one sentence, given as its raw lines; ``first_line`` is the first one's number."""
-        rows = [line.split() for line in lines]
+        rows = list(map(self.split, lines))
         if not self.width:
             self._set_width(rows[0], first_line)
         width = self.width
@@ -260,7 +311,7 @@ class _Parser:
             j = next(j for j, row in enumerate(rows) if len(row) != width)
             raise ConllFormatError(
                 f"{self.path}:{first_line + j}: expected {width} columns like line "
-                f"{self.first_line}, got {len(rows[j])}: {lines[j].strip()!r}"
+                f"{self.first_line}, got {len(rows[j])}: {lines[j].strip(BLANK)!r}"
             )
         columns: list[Sequence[str]] = list(zip(*rows, strict=True))
         for c in self.iob:
@@ -294,7 +345,7 @@ class _Parser:
         """A block of non-blank lines that contains a -DOCSTART- line somewhere."""
         start = 0
         for j, line in enumerate(lines):
-            if line.split()[0] == DOCSTART:
+            if self.split(line)[0] == DOCSTART:
                 if j > start:
                     self._add_sentence(lines[start:j], first_line + start)
                     self._end_sentence_doc()
@@ -306,6 +357,9 @@ class _Parser:
             self._end_sentence_doc()
 
     def parse(self, text: str, max_docs: int | None) -> list[Document]:
+        """The documents of ``text`` (LF line ends: ``universal_newlines``)."""
+        check_controls(text, self.path)
+        self.split = split_columns(text)
         out = self.out
         pos, lineno = 0, 1
         for m in _BLOCK.finditer(text):
