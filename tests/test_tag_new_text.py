@@ -9,17 +9,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra_runs import ROOT, run_main, write_synthetic_conll2003
+from hydra_runs import (
+    ROOT,
+    TOKEN_FEATURES,
+    one_line_failure,
+    run_main,
+    write_synthetic_conll2003,
+)
+from hydra_runs import tag_cli as cli
+from hydra_runs import trained_run as _trained
 
 from structperc.data.conll import read_conll
 from structperc.tagger import MissingColumns, Tagger
-
-# token-level attributes only: the model needs no POS or chunk column
-TOKEN_FEATURES = [
-    "features.gazetteer=none",
-    "features.attributes=[w,wl,p1,p2,p3,s1,s2,s3,ic,ac,l,cp]",
-    "features.bigram_attributes=[wl]",
-]
 
 
 @pytest.fixture(scope="module")
@@ -27,17 +28,6 @@ def synthetic_dir(tmp_path_factory) -> Path:
     return write_synthetic_conll2003(
         tmp_path_factory.mktemp("data"), {"train": 30, "dev": 10, "test": 10}
     )
-
-
-def _trained(tmp_path_factory, data_dir: Path, name: str, overrides: list[str]) -> Path:
-    """The folder of a run with ``overrides`` on ``data_dir`` (a module-scoped fixture's)."""
-    out = tmp_path_factory.mktemp("runs") / name
-    mp = pytest.MonkeyPatch()
-    try:
-        run_main([o.replace("{out}", str(out)) for o in overrides], data_dir, out, mp)
-    finally:
-        mp.undo()
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -83,20 +73,6 @@ def test_entities_of_plain_text_carry_character_offsets(token_model, synthetic_d
     # the same tokens give the same tags as column input
     tokens = [t for d in docs[:3] for t in d.tokens]
     assert len(tokens) == sum(len(d) for d in docs[:3])
-
-
-def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    """``structperc-tag ARGS``: ``main`` called from a plain import, as the console script does
-    (``python -m`` would run it as ``__main__``, where Hydra finds its configs differently)."""
-    code = "import sys; from structperc.predict import main; sys.argv[0] = 'structperc-tag'; main()"
-    return subprocess.run(
-        [sys.executable, "-c", code, *args],
-        cwd=ROOT,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env={k: v for k, v in __import__("os").environ.items() if k != "HYDRA_FULL_ERROR"},
-    )
 
 
 def layouts(synthetic_dir: Path, tmp_path: Path) -> dict[str, tuple[Path, list[str]]]:
@@ -161,14 +137,6 @@ def test_raw_text_to_entity_lines(token_model, synthetic_dir, tmp_path):
     assert [e for line in lines for e in line["entities"]] == expected
     for e in expected:
         assert text[e["start"] : e["end"]] == e["text"]
-
-
-def one_line_failure(done: subprocess.CompletedProcess, *expected: str) -> None:
-    assert done.returncode == 2, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    for text in expected:
-        assert text in lines[0], lines[0]
 
 
 def test_cli_fails_in_one_line(token_model, tmp_path):
