@@ -30,6 +30,18 @@ from structperc.model.weights import ChainWeights, flat_at
 
 FORMAT = "structperc.chain/2"
 FORMATS = ("structperc.chain/1", FORMAT)  # 1: dense tables
+# What model.json holds, as load_model reads it: key -> (JSON type, required).  "tables" is
+# required in format 2; "tensors" is absent from the files written before the digest.
+META_KEYS: dict[str, tuple[type, bool]] = {
+    "format": (str, True),
+    "labels": (list, True),
+    "features": (dict, True),
+    "tables": (dict, False),
+    "tensors": (dict, False),
+    "info": (dict, False),
+    "document_features": (dict, False),
+}
+JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "true or false"}
 
 
 def sparse_tables(tables: dict[str, Tensor]) -> tuple[dict[str, Tensor], dict[str, list[int]]]:
@@ -54,8 +66,8 @@ def fill_tables(tables: dict[str, Tensor], tensors: dict[str, Tensor], shapes: d
                 f"{list(table.shape)}"
             )
         table.data.zero_()
-        flat, pos = flat_at(table.data, tensors[f"weights.{name}.index"].long())
-        flat[pos] = tensors[f"weights.{name}.values"]
+        flat, pos = flat_at(table.data, _tensor(tensors, f"weights.{name}.index", path).long())
+        flat[pos] = _tensor(tensors, f"weights.{name}.values", path)
 
 
 def save_model(
@@ -92,6 +104,65 @@ def save_model(
     return directory
 
 
+def json_type(value) -> str:
+    """The JSON name of ``value``'s type ("an object", "an array", "a number", ...)."""
+    if value is None:
+        return "null"
+    kind = next((name for t, name in JSON_TYPES.items() if isinstance(value, t)), None)
+    return kind or ("a number" if isinstance(value, int | float) else type(value).__name__)
+
+
+def check_meta(meta, path: Path) -> dict:
+    """``meta`` (model.json's content) when it has the keys and types ``load_model`` reads;
+    else ValueError naming ``path`` and what was expected."""
+    if not isinstance(meta, dict):
+        raise ValueError(
+            f"{path}: expected a JSON object (format, labels, features, tables, tensors), found "
+            f"{json_type(meta)}: not a structperc model file"
+        )
+    if meta.get("format") not in FORMATS:
+        raise ValueError(f"{path}: format {meta.get('format')!r}, expected one of {FORMATS}")
+    for key, (kind, required) in META_KEYS.items():
+        required = required or (key == "tables" and meta["format"] == FORMAT)
+        if key not in meta and not required:
+            continue
+        if not isinstance(meta.get(key), kind):
+            found = f"found {json_type(meta[key])}" if key in meta else "it is missing"
+            raise ValueError(f'{path}: expected "{key}" to be {JSON_TYPES[kind]}, {found}')
+    _check_entries(meta, path)
+    return meta
+
+
+def _check_entries(meta: dict, path: Path) -> None:
+    """The insides of "labels", "tables" and "tensors" (``check_meta``)."""
+    if not all(isinstance(label, str) for label in meta["labels"]):
+        raise ValueError(f'{path}: expected "labels" to be an array of strings')
+    for name, shape in meta.get("tables", {}).items():
+        if not (isinstance(shape, list) and all(type(n) is int and n >= 0 for n in shape)):
+            raise ValueError(
+                f'{path}: expected "tables"."{name}" to be a shape (an array of sizes), found '
+                f"{shape!r}"
+            )
+    tensors = meta.get("tensors")
+    expected = {"file": str, "bytes": int, "sha256": str}
+    if tensors is not None and not all(isinstance(tensors.get(k), t) for k, t in expected.items()):
+        raise ValueError(
+            f'{path}: expected "tensors" to hold "file", "bytes" and "sha256" (the tensor file\'s '
+            f"name, size and digest), found {sorted(tensors)}"
+        )
+
+
+def _from_state(path: Path, key: str, build, *args):
+    """``build(*args)`` (a ``from_state``), its KeyError, TypeError, ... on settings of the
+    wrong shape raised again as ValueError naming ``path`` and the key of model.json."""
+    try:
+        return build(*args)
+    except (KeyError, TypeError, AttributeError, IndexError) as err:
+        raise ValueError(
+            f'{path}: "{key}" is not what structperc writes there ({type(err).__name__}: {err})'
+        ) from err
+
+
 def load_model(directory: str | Path) -> tuple[ChainWeights, LocalFeatures, dict]:
     """(weights, fitted features, info) from a directory written by ``save_model``.
 
@@ -102,31 +173,47 @@ def load_model(directory: str | Path) -> tuple[ChainWeights, LocalFeatures, dict
     meta_path = directory / "model.json"
     if not meta_path.is_file():
         raise FileNotFoundError(f"no model.json in {directory}: not a structperc model directory")
-    meta = read_json(meta_path)
-    if meta.get("format") not in FORMATS:
-        raise ValueError(f"{meta_path}: format {meta.get('format')!r}, expected one of {FORMATS}")
+    meta = check_meta(read_json(meta_path), meta_path)
     if "tensors" in meta:  # models written before the digest load unchecked
         check_digest(directory / meta["tensors"]["file"], meta["tensors"])
     tensors = load_tensors(directory / "model.safetensors")
     vocab = {k[6:]: v for k, v in tensors.items() if k.startswith("vocab.")}
-    features = LocalFeatures.from_state(meta["features"], vocab)
+    features = _from_state(meta_path, "features", LocalFeatures.from_state, meta["features"], vocab)
     info = dict(meta.get("info", {}))
     edges = meta.get("edges", True)
     if "document_features" in meta:
         from structperc.features.document import NonLocalFeatures
         from structperc.model.document_weights import DocumentWeights
 
-        doc_features = NonLocalFeatures.from_state(meta["document_features"])
-        num_global = (
-            meta["tables"]["global"][0] if "tables" in meta else len(tensors["weights.global"])
+        doc_features = _from_state(
+            meta_path, "document_features", NonLocalFeatures.from_state, meta["document_features"]
         )
+        num_global = _global_rows(meta, tensors, meta_path)
         weights = DocumentWeights(features.num_features, meta["labels"], num_global, edges)
         info["document_features"] = doc_features
     else:
         weights = ChainWeights(features.num_features, meta["labels"], edges)
+    tensor_path = directory / "model.safetensors"
     if "tables" in meta:
-        fill_tables(weights.tables(), tensors, meta["tables"], directory / "model.safetensors")
+        fill_tables(weights.tables(), tensors, meta["tables"], tensor_path)
     else:  # format 1: dense tables
         for name, table in weights.tables().items():
-            table.data.copy_(tensors[f"weights.{name}"])
+            table.data.copy_(_tensor(tensors, f"weights.{name}", tensor_path))
     return weights, features, info
+
+
+def _tensor(tensors: dict[str, Tensor], name: str, path) -> Tensor:
+    """``tensors[name]``; ValueError naming the tensor file when it lacks that tensor."""
+    if name not in tensors:
+        raise ValueError(f"{path}: no tensor {name!r}, which the model needs")
+    return tensors[name]
+
+
+def _global_rows(meta: dict, tensors: dict[str, Tensor], meta_path: Path) -> int:
+    """The rows of the non-local feature table, from its shape (format 2) or the table."""
+    if "tables" not in meta:
+        return len(_tensor(tensors, "weights.global", meta_path.parent / "model.safetensors"))
+    shape = meta["tables"].get("global")
+    if not shape:
+        raise ValueError(f'{meta_path}: expected "tables"."global", the non-local feature table')
+    return shape[0]
