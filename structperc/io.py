@@ -7,6 +7,8 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -15,19 +17,49 @@ from safetensors.torch import load_file, save_file
 STDIO = "-"  # a path that means standard input (reading) or standard output (writing)
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+@contextmanager
+def errors_name(path: str | Path) -> Iterator[None]:
+    """An OSError inside is raised again naming ``path``, the file the user asked for, not the
+    temporary file beside it that the error met (``[Errno 13] Permission denied: 'out.txt'``)."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes it 0600
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        yield
+    except OSError as err:
+        if err.errno is None or (err.filename == str(path) and err.filename2 is None):
+            raise
+        raise OSError(err.errno, err.strerror, str(path)) from err
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and ``os.replace``: an error or an
+    interruption (Ctrl-C) leaves ``path`` as it was and no temporary file behind; an OSError
+    names ``path``."""
+    path = Path(path)
+    with errors_name(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+                f.write(text)
+            os.chmod(tmp, 0o644)  # mkstemp makes it 0600
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def refuse_overwriting_input(input_path: str | Path, output_path: str | Path) -> None:
+    """ValueError when ``output_path`` is the file ``input_path`` (the same path, a symlink to
+    it or another spelling of it), before anything reads or writes either; ``"-"`` is neither."""
+    if STDIO in (str(input_path), str(output_path)):
+        return
+    same = Path(input_path).resolve() == Path(output_path).resolve()
+    if not same and Path(input_path).exists() and Path(output_path).exists():
+        same = os.path.samefile(input_path, output_path)
+    if same:
+        raise ValueError(
+            f"output={output_path} is the input file {input_path}: refusing to overwrite the "
+            "input; give another output"
+        )
 
 
 def read_input_bytes(path: str | Path) -> tuple[bytes, str]:
@@ -53,15 +85,16 @@ def atomic_write_json(path: str | Path, obj) -> None:
 def atomic_save_tensors(path: str | Path, tensors: dict[str, torch.Tensor]) -> None:
     """``safetensors`` file written atomically; tensors are made contiguous CPU copies."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with errors_name(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
+        try:
+            save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, tmp)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
