@@ -1,11 +1,19 @@
 """What the command-line entry points share: where their configs are, and failing with one line
-instead of a traceback."""
+instead of a traceback (a bad setting or input: status 2; Ctrl-C: status 130)."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the module imports the standard library only: the console scripts start here
+    from omegaconf import DictConfig
+
+INTERRUPTED = 130  # the status of a program stopped by SIGINT (128 + 2), as shells report it
 
 
 def config_dir(package: Path | None = None) -> str:
@@ -25,10 +33,73 @@ def config_dir(package: Path | None = None) -> str:
     return str(package.parent / "conf")  # Hydra then names the folder it did not find
 
 
+def full_error() -> bool:
+    """Whether the user asked for tracebacks (``HYDRA_FULL_ERROR=1``)."""
+    return os.environ.get("HYDRA_FULL_ERROR") == "1"
+
+
 def fail_cleanly(program: str, err: BaseException) -> None:
     """One line on stderr, ``PROGRAM: error: ...`` (the messages name the file and line), and
     exit status 2; the exception itself, with its traceback, when ``HYDRA_FULL_ERROR=1``."""
-    if os.environ.get("HYDRA_FULL_ERROR") == "1":
+    if full_error():
         raise err
     print(f"{program}: error: {err}", file=sys.stderr)
     raise SystemExit(2)
+
+
+def usage_error(program: str, usage: str, message: str) -> None:
+    """The usage line and ``PROGRAM: error: MESSAGE`` on stderr, as argparse writes them, and
+    exit status 2."""
+    print(f"usage: {program} {usage}", file=sys.stderr)
+    print(f"{program}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def require_settings(cfg: DictConfig, keys: Sequence[str], program: str, usage: str) -> None:
+    """``usage_error`` naming every key of ``keys`` that ``cfg`` leaves missing (``???``)."""
+    from omegaconf import OmegaConf
+
+    missing = [k for k in keys if OmegaConf.is_missing(cfg, k)]
+    if missing:
+        names = ", ".join(f"{k}=" for k in missing)
+        usage_error(program, usage, f"missing setting{'s' if len(missing) > 1 else ''} {names}")
+
+
+@contextmanager
+def interrupts_cleanly(program: str) -> Iterator[None]:
+    """Ctrl-C inside: ``PROGRAM: interrupted`` on stderr and exit status 130 instead of the
+    KeyboardInterrupt traceback (kept with ``HYDRA_FULL_ERROR=1``).  Outputs are written
+    through a temporary file renamed into place (``io.atomic_write_text``), so an interrupted
+    run leaves none half-written."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if full_error():
+            raise
+        print(f"{program}: interrupted", file=sys.stderr)
+        raise SystemExit(INTERRUPTED) from None
+
+
+def run_entry_point(program: str, hydra_main: Callable[[], object]) -> None:
+    """Run a Hydra ``main`` (it reads ``sys.argv``) as the console script ``program``: Ctrl-C
+    anywhere in it, Hydra's own config composition included, ends in one line."""
+    with interrupts_cleanly(program):
+        hydra_main()
+
+
+def tag() -> None:
+    """The ``structperc-tag`` console script: ``structperc.predict.main``, imported inside
+    ``interrupts_cleanly``, so that Ctrl-C while torch loads (seconds) ends in one line too."""
+    with interrupts_cleanly("structperc-tag"):
+        from structperc.predict import main
+
+        main()
+
+
+def train() -> None:
+    """The ``structperc-train`` console script: ``structperc.run.main``, imported inside
+    ``interrupts_cleanly`` (``tag``)."""
+    with interrupts_cleanly("structperc-train"):
+        from structperc.run import main
+
+        main()

@@ -17,9 +17,20 @@ log goes to standard error, and so do the scores when the output is standard out
 tags present it prints conlleval-style scores.  Under ``torchrun``
 (``torchrun --standalone --nproc-per-node=N -m structperc.predict ...``) the documents are split
 into N consecutive blocks of about equal tokens, each rank tags one, and rank 0 writes the one
-output in the input's order.  Bad input or a bad
-model prints one line naming the file and what is wrong and exits with status 2 (the traceback
-with ``HYDRA_FULL_ERROR=1``).
+output in the input's order.
+
+Failures are one line on standard error: bad input, a bad model, an output that is the input or
+cannot be written print what is wrong, naming the file (and line), and exit with status 2; a
+missing ``model=``, ``input=`` or ``output=`` prints the usage line too; Ctrl-C prints
+``structperc-tag: interrupted`` and exits with status 130 (``HYDRA_FULL_ERROR=1``: the
+tracebacks).  The output file is written whole or not at all (a temporary file renamed into
+place).  Plain text without words (an empty file or standard input, blank lines) gives an
+empty output; an empty CoNLL file is an error, as in training.
+
+Character offsets (``jsonl`` of text input) count characters of the input decoded from UTF-8, a
+leading byte-order mark dropped and the line ends kept as in the file (a CRLF is two characters):
+``open(path, encoding="utf-8-sig", newline="").read()[start:end]`` is the entity's text
+(``data/text.py``).
 """
 
 from __future__ import annotations
@@ -33,19 +44,22 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from structperc.cli import config_dir, fail_cleanly
+from structperc.cli import config_dir, fail_cleanly, require_settings, run_entry_point
 from structperc.data.conll import read_conll, read_utf8, write_conll
 from structperc.data.tags import spans
 from structperc.data.text import entity_spans, read_text
 from structperc.distributed import SERIAL, Group, contiguous_shards
 from structperc.eval.chunks import evaluate
-from structperc.io import STDIO, write_output_text
+from structperc.io import STDIO, refuse_overwriting_input, write_output_text
 from structperc.tagger import Tagger
 from structperc.tasks.loading import ColumnTagger
 
 log = logging.getLogger("structperc.predict")
 
 INPUT_FORMATS, OUTPUT_FORMATS = ("conll", "text"), ("conll", "jsonl")
+PROGRAM = "structperc-tag"
+USAGE = "model=RUN_DIR input=FILE|- output=FILE|- [key=value ...]  (--help: every setting)"
+REQUIRED = ("model", "input", "output")
 
 
 def tag_file(
@@ -73,12 +87,14 @@ def tag_file(
     the input lacks (a model trained with ``features.tags=auto`` carries its own).
     ``group``: the ranks sharing the work; each tags a consecutive block of the documents and
     rank 0 alone writes (and returns the scores; the others return None).
+    ValueError, before anything is read, when ``output_path`` is the input file.
     """
     if input_format not in INPUT_FORMATS or output_format not in OUTPUT_FORMATS:
         raise ValueError(
             f"input_format must be one of {INPUT_FORMATS} and output_format one of "
             f"{OUTPUT_FORMATS}, got {input_format!r}, {output_format!r}"
         )
+    refuse_overwriting_input(input_path, output_path)
     columns_from = ColumnTagger.load(tagger) if tagger is not None else None
     tagger = Tagger.load(
         model_dir,
@@ -93,6 +109,8 @@ def tag_file(
         text, source = read_utf8(input_path)
         paragraphs = read_text(text, source=source)
         docs = [p.document for p in paragraphs]
+        if not docs and group.is_main:
+            log.warning("%s: no words to tag: the output is empty", source)
     else:
         docs = read_conll(input_path, layout, documents, columns=columns, scheme=scheme)
     t0 = time.perf_counter()
@@ -131,7 +149,9 @@ def tag_file(
 
 
 @hydra.main(version_base="1.3", config_path=config_dir(), config_name="predict")
-def main(cfg: DictConfig) -> None:
+def tag_main(cfg: DictConfig) -> None:
+    """Hydra's job: ``tag_file`` with the settings of ``conf/predict.yaml``."""
+    require_settings(cfg, REQUIRED, PROGRAM, USAGE)
     columns = cfg.get("columns")
     group = SERIAL
     try:
@@ -155,7 +175,7 @@ def main(cfg: DictConfig) -> None:
             group=group,
         )
     except (ValueError, OSError) as err:
-        fail_cleanly("structperc-tag", err)
+        fail_cleanly(PROGRAM, err)
     finally:
         group.close()
     if not group.is_main:
@@ -164,6 +184,11 @@ def main(cfg: DictConfig) -> None:
     log.info("wrote %s", "<stdout>" if to_stdout else cfg.output)
     if scores is not None:
         print(scores.format(), file=sys.stderr if to_stdout else sys.stdout)
+
+
+def main() -> None:
+    """``structperc-tag``: the command line (``sys.argv``) through Hydra; Ctrl-C: one line."""
+    run_entry_point(PROGRAM, tag_main)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,9 @@ only one below the entry points that reads the config: it turns it into plain ob
 the task driver that the ``task`` group names (``structperc/tasks``: tagging, joint, cascade).  It
 returns the run's headline metric (dev F1 for tagging, test NP F1 for the joint tasks), so
 sweepers (``-m learner.C=...``) can optimise it.  ``--help`` lists the config groups and keys.
+A bad setting or input prints one line and exits with status 2 (a setting left ``???``: the
+usage line too); Ctrl-C prints ``structperc-train: interrupted`` and exits with status 130
+(``HYDRA_FULL_ERROR=1``: the tracebacks).
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue
 
-from structperc.cli import config_dir, fail_cleanly
+from structperc.cli import config_dir, fail_cleanly, full_error, run_entry_point, usage_error
 from structperc.data.loading import load_corpus, resolve_data_dir
 from structperc.distributed import SERIAL, Group
 from structperc.features.cache import feature_cache_key
@@ -37,6 +41,8 @@ from structperc.train import FitSettings
 log = logging.getLogger("structperc")
 
 TASKS = ("tagging", "joint", "cascade", "rerank", "tagchunk")
+PROGRAM = "structperc-train"
+USAGE = "+experiment=NAME [key=value ...]  (--help: the config groups and keys)"
 DISTRIBUTED_TASKS = ("tagging", "joint")  # the tasks that train one model on several ranks
 
 
@@ -371,7 +377,8 @@ def explicit_run_dir(hydra_cfg) -> None:
 
 
 @hydra.main(version_base="1.3", config_path=config_dir(), config_name="config")
-def main(cfg: DictConfig) -> float:
+def train_main(cfg: DictConfig) -> float:
+    """Hydra's job: the run of ``cfg`` (``main_from_config``) on the processes that started it."""
     group = SERIAL
     try:
         group = start_group(cfg)
@@ -381,11 +388,18 @@ def main(cfg: DictConfig) -> float:
     except Exception as err:
         # bad input or a bad setting (also inside a component Hydra built): one line, status 2
         cause = err.__cause__ if isinstance(err, InstantiationException) else err
+        if isinstance(cause, MissingMandatoryValue) and not full_error():
+            usage_error(PROGRAM, USAGE, f"missing setting {cause.full_key}=")
         if isinstance(cause, ValueError | OSError):
-            fail_cleanly("structperc-train", cause)
+            fail_cleanly(PROGRAM, cause)
         raise
     finally:
         group.close()
+
+
+def main() -> None:
+    """``structperc-train``: the command line (``sys.argv``) through Hydra; Ctrl-C: one line."""
+    run_entry_point(PROGRAM, train_main)
 
 
 if __name__ == "__main__":

@@ -102,7 +102,9 @@ class Tagger:
         return self.column_tagger.fill(docs)
 
     def tag_documents(self, docs: list[Document], progress: bool = False) -> list[list[str]]:
-        """The predicted IOB2 tags of every document."""
+        """The predicted IOB2 tags of every document (none for no documents, or no tokens)."""
+        if not any(len(d) for d in docs):  # nothing to extract features from
+            return [[] for _ in docs]
         docs = self._with_columns(docs)
         data = ChainData(self.features.transform(docs), documents=docs)
         ids = self.structure.predict(data, self.batch_size, self.device, progress)
@@ -114,7 +116,8 @@ class Tagger:
 
     def entities(self, text: str) -> list[dict]:
         """The entities of plain text with character offsets: ``{"start", "end", "type",
-        "text"}`` with ``text[start:end]`` the entity."""
+        "text"}`` with ``text[start:end]`` the entity (offsets into ``text`` as given, counted in
+        characters; no words, as in ``""``, no entities)."""
         paragraphs = read_text(text)
         tags = self.tag_documents([p.document for p in paragraphs])
         return [e for p, t in zip(paragraphs, tags, strict=True) for e in entity_spans(text, p, t)]

@@ -5,16 +5,26 @@ segmenter and tokenizer, pure Python, no model or data to download) splits them 
 and tokens, and gives each token its character offset in the text.  ``read_text`` keeps those
 offsets beside the documents, so ``entity_spans`` turns a document's IOB2 tags into entities of
 the original text: ``{"start", "end", "type", "text"}`` with ``text[start:end]`` the entity.
+
+Offsets are indices into the text as given, in characters (Unicode code points, Python ``str``
+indices, not bytes).  Line ends count as they stand: a CRLF is two characters, a lone CR (old Mac
+text) one, and it ends a line as LF does.  ``structperc-tag`` gives them on the file's text decoded
+from UTF-8 with a leading byte-order mark dropped and the line ends kept, so that
+``open(path, encoding="utf-8-sig", newline="").read()[start:end]`` is the entity; Python's default
+``newline=None`` would turn each CRLF into one character and shift every offset after it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import syntok.segmenter as segmenter
 
 from structperc.data.document import Document
 from structperc.data.tags import spans
+
+_LONE_CR = re.compile(r"\r(?!\n)")  # an old Mac line end, which syntok does not read as one
 
 
 @dataclass
@@ -26,7 +36,9 @@ class TextDocument:
 
 
 def read_text(text: str, source: str = "<text>") -> list[TextDocument]:
-    """The paragraphs of ``text`` as documents (sentences marked), with token offsets."""
+    """The paragraphs of ``text`` as documents (sentences marked), with token offsets; no
+    paragraphs for a text without words (empty, blank lines, a zero-width space)."""
+    text = _LONE_CR.sub("\n", text)  # one character for one: the offsets stay the text's
     out = []
     for paragraph in segmenter.analyze(text):
         tokens: list[str] = []
