@@ -21,9 +21,11 @@ from structperc.cli import config_dir
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _as_console_script(module: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    """Call ``module.main`` from a plain import, as the generated console script does."""
-    code = f"import sys; from {module} import main; sys.argv = ['x', *sys.argv[1:]]; main()"
+def _as_console_script(
+    module: str, *args: str, cwd: Path, function: str = "main"
+) -> subprocess.CompletedProcess:
+    """Call ``module.function`` from a plain import, as the generated console script does."""
+    code = f"import sys; from {module} import {function} as run; sys.argv[0] = 'x'; run()"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
         [sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True, text=True
@@ -38,6 +40,24 @@ def test_console_scripts_find_their_configs_from_any_folder(module, header, tmp_
     done = _as_console_script(module, "--help", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(header)  # our help text (conf/hydra/help/), from conf/
+
+
+def _console_scripts() -> dict[str, str]:
+    """pyproject.toml's ``[project.scripts]``: name -> "module:function"."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    block = re.search(r"^\[project\.scripts\]\n(.*?)\n\n", text, re.S | re.M)
+    assert block, "pyproject.toml: [project.scripts] not found"
+    return dict(re.findall(r'^([\w-]+) = "([\w.:]+)"$', block.group(1), re.M))
+
+
+def test_the_installed_console_scripts_show_their_help(tmp_path):
+    scripts = _console_scripts()
+    assert set(scripts) == {"structperc-train", "structperc-tag"}
+    for name, target in scripts.items():
+        module, function = target.split(":")
+        done = _as_console_script(module, "--help", cwd=tmp_path, function=function)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(f"{name} — ")
 
 
 def test_config_dir_prefers_the_packaged_copy(tmp_path):
