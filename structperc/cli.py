@@ -8,10 +8,6 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the module imports the standard library only: the console scripts start here
-    from omegaconf import DictConfig
 
 INTERRUPTED = 130  # the status of a program stopped by SIGINT (128 + 2), as shells report it
 
@@ -55,11 +51,8 @@ def usage_error(program: str, usage: str, message: str) -> None:
     raise SystemExit(2)
 
 
-def require_settings(cfg: DictConfig, keys: Sequence[str], program: str, usage: str) -> None:
-    """``usage_error`` naming every key of ``keys`` that ``cfg`` leaves missing (``???``)."""
-    from omegaconf import OmegaConf
-
-    missing = [k for k in keys if OmegaConf.is_missing(cfg, k)]
+def require_settings(program: str, usage: str, missing: Sequence[str]) -> None:
+    """``usage_error`` naming the ``missing`` settings (keys a config leaves ``???``), if any."""
     if missing:
         names = ", ".join(f"{k}=" for k in missing)
         usage_error(program, usage, f"missing setting{'s' if len(missing) > 1 else ''} {names}")
@@ -85,21 +78,3 @@ def run_entry_point(program: str, hydra_main: Callable[[], object]) -> None:
     anywhere in it, Hydra's own config composition included, ends in one line."""
     with interrupts_cleanly(program):
         hydra_main()
-
-
-def tag() -> None:
-    """The ``structperc-tag`` console script: ``structperc.predict.main``, imported inside
-    ``interrupts_cleanly``, so that Ctrl-C while torch loads (seconds) ends in one line too."""
-    with interrupts_cleanly("structperc-tag"):
-        from structperc.predict import main
-
-        main()
-
-
-def train() -> None:
-    """The ``structperc-train`` console script: ``structperc.run.main``, imported inside
-    ``interrupts_cleanly`` (``tag``)."""
-    with interrupts_cleanly("structperc-train"):
-        from structperc.run import main
-
-        main()

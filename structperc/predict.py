@@ -151,7 +151,7 @@ def tag_file(
 @hydra.main(version_base="1.3", config_path=config_dir(), config_name="predict")
 def tag_main(cfg: DictConfig) -> None:
     """Hydra's job: ``tag_file`` with the settings of ``conf/predict.yaml``."""
-    require_settings(cfg, REQUIRED, PROGRAM, USAGE)
+    require_settings(PROGRAM, USAGE, [k for k in REQUIRED if OmegaConf.is_missing(cfg, k)])
     columns = cfg.get("columns")
     group = SERIAL
     try:

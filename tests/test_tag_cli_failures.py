@@ -250,7 +250,7 @@ class Interrupt:  # Ctrl-C while torch loads, before any of structperc's code ru
         if name == "torch":
             raise KeyboardInterrupt
 sys.meta_path.insert(0, Interrupt())
-from structperc.cli import tag as main
+from structperc.console import tag as main
 """
 
 
