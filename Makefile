@@ -38,7 +38,7 @@ smoke: $(STAMP) ## One-minute runs on 40 documents (local and non-local)
 test: $(STAMP) ## Run the test suite (fast: synthetic data and slices of the real data)
 	$(PY) -m pytest -q
 
-bench: $(STAMP) ## Every speed row (NER and POS tagger vs CRFsuite, CRF, n-best, proposed, label-chunk DP, rerank), ~20-25 min; writes experiments/bench/
+bench: $(STAMP) ## Every speed row (NER and POS tagger vs CRFsuite, CRF, n-best, proposed, label-chunk DP, rerank, scoring vs seqeval), ~20-25 min; writes experiments/bench/
 	$(PY) experiments/bench/bench.py
 
 bench-quick: $(STAMP) ## The same benchmark on small slices (~2 min, checks the plumbing); writes experiments/bench/quick/

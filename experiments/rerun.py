@@ -5,7 +5,8 @@
 For each run folder: the overrides of ``.hydra/overrides.yaml`` are composed with today's
 configs, every setting whose value differs from the run's recorded ``.hydra/config.yaml`` is set
 back to the recorded value (settings added since then keep their defaults, settings removed
-since are reported), and ``python -m structperc.run`` trains again into the same folder.  The
+since are reported), and ``python -m structperc.run`` trains again into the same folder (under
+``torchrun`` with the run's number of ranks where it was a ``distributed=torch`` run).  The
 figures of the results.json it replaces are kept in ``rescored.json`` beside it:
 ``{"before": {"dev": F1, "test": F1}, "restored": [overrides added]}``, so a table can show what
 changed.  Made for the scoring change (conlleval's sentence-level F1, with the old
@@ -71,7 +72,7 @@ def restoring_overrides(run: Path) -> tuple[list[str], list[str], list[str]]:
     for key, off in ADDED_OFF.items():
         if key not in recorded and key in today and today[key] != yaml.safe_load(off):
             restore.append(f"{key}={off}")
-    if "trainer.processes" in today:  # one core a run: reruns go two at a time
+    if "trainer.processes" in today and "trainer.processes=1" not in overrides:  # one core a run
         restore.append("trainer.processes=1")
     return overrides, restore, gone
 
@@ -86,7 +87,12 @@ def rerun(run: Path, planned: tuple[list[str], list[str], list[str]], dry_run: b
     before = json.loads((run / "results.json").read_text())
     old = {s: before[s].get("f1") for s in ("dev", "test") if isinstance(before.get(s), dict)}
     (run / "run.log").unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "structperc.run", *overrides, *restore, f"hydra.run.dir={run}"]
+    cmd = [sys.executable, "-m", "structperc.run"]
+    if "distributed=torch" in overrides:  # as many ranks as it had, started by torchrun
+        ranks = int(before.get("world_size", 1))
+        torchrun = str(Path(sys.executable).parent / "torchrun")
+        cmd = [torchrun, "--standalone", f"--nproc-per-node={ranks}", "-m", "structperc.run"]
+    cmd += [*overrides, *restore, f"hydra.run.dir={run}"]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         return f"{note}\n  FAILED ({done.returncode}): {done.stderr.strip()[-2000:]}"

@@ -27,6 +27,9 @@ Sections, in order (each a module beside this file, its workers in fresh process
    tags, 44 of them in CoNLL-2000's training sentences; node features + a transition matrix as
    in CRFsuite) against CRFsuite's averaged perceptron — section 1's workers with
    ``task: pos``; test accuracy instead of F1.  Saves no model.
+8. ``scoring`` (``scoring_bench.py``): conlleval F1 of CoNLL-2003 train (and four copies of it)
+   by our scorer, in memory and from the written file, against seqeval (and conlleval.pl where
+   ``STRUCTPERC_CONLLEVAL`` names it).
 
 Every timing is set beside a peer measured in the same script where one exists (CRFsuite), as
 a ratio of medians over repeats.  The settings (``DEFAULTS`` of each section) are sized for about
@@ -60,6 +63,7 @@ import pos_bench
 import profile_render
 import proposed_bench
 import rerank_bench
+import scoring_bench
 from common import HERE, QUICK_DOCS, REPO, corpus_info, find_data_dir, load_corpus, log
 from common import machine_info as _machine_info
 
@@ -71,6 +75,7 @@ SECTIONS = {
     "dp": dp_bench,
     "rerank": rerank_bench,
     "pos": pos_bench,
+    "scoring": scoring_bench,
 }
 NEEDS_SHARED_MODEL = ("crf", "nbest", "proposed", "rerank")
 SCHEMA = 2
