@@ -77,6 +77,20 @@ def restoring_overrides(run: Path) -> tuple[list[str], list[str], list[str]]:
     return overrides, restore, gone
 
 
+def committed_results(run: Path) -> dict:
+    """The run's results.json as committed (the figures it reported when it was made), else the
+    one on disk: a run re-made twice keeps its original figures as "before"."""
+    done = subprocess.run(
+        ["git", "show", f"HEAD:./{run / 'results.json'}"],
+        cwd=Path.cwd(),
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode == 0:
+        return json.loads(done.stdout)
+    return json.loads((run / "results.json").read_text())
+
+
 def rerun(run: Path, planned: tuple[list[str], list[str], list[str]], dry_run: bool) -> str:
     overrides, restore, gone = planned
     note = f"{run}: {' '.join(overrides + restore)}"
@@ -84,7 +98,7 @@ def rerun(run: Path, planned: tuple[list[str], list[str], list[str]], dry_run: b
         note += f"  (recorded settings that no longer exist: {', '.join(gone)})"
     if dry_run:
         return note
-    before = json.loads((run / "results.json").read_text())
+    before = committed_results(run)
     old = {s: before[s].get("f1") for s in ("dev", "test") if isinstance(before.get(s), dict)}
     (run / "run.log").unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "structperc.run"]

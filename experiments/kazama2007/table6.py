@@ -24,6 +24,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from scoring import document_level, legend, mark  # noqa: E402
 from summarize import replace_section  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -57,7 +58,9 @@ def chosen_c(runs: dict[int, list[dict]]) -> float | None:
     grid = runs.get(0, [])
     if not grid:
         return None
-    best = max(grid, key=lambda r: r["result"]["dev"]["f1"])
+    # among the runs scored by conlleval where there are any: the old figures are on another scale
+    new = [r for r in grid if not document_level(r["result"], r["run"])]
+    best = max(new or grid, key=lambda r: r["result"]["dev"]["f1"])
     return float(best["config"].ranker.C)
 
 
@@ -68,9 +71,9 @@ def mean_se(values: list[float], sign: str = "") -> str:
     return f"{statistics.mean(values):{sign}.2f} ± {se:.2f}"
 
 
-def collect() -> dict[str, dict[int, tuple[float, float]]]:
-    """method -> seed -> (dev F1, test F1)."""
-    methods: dict[str, dict[int, tuple[float, float]]] = {"Margin perceptron": {}}
+def collect() -> dict[str, dict[int, tuple[float, float, bool]]]:
+    """method -> seed -> (dev F1, test F1, whether whole-document F1s of an old run)."""
+    methods: dict[str, dict[int, tuple[float, float, bool]]] = {"Margin perceptron": {}}
     for kind in ("1", "2"):
         runs = seed_runs(kind)
         c = chosen_c(runs)
@@ -80,16 +83,16 @@ def collect() -> dict[str, dict[int, tuple[float, float]]]:
             at_c = [r for r in rs if float(r["config"].ranker.C) == c]
             if not at_c:
                 continue
-            r = at_c[0]["result"]
-            methods[name][seed] = (r["dev"]["f1"], r["test"]["f1"])
-            methods["Margin perceptron"][seed] = (r["dev"]["base_f1"], r["test"]["base_f1"])
+            r, old = at_c[0]["result"], document_level(at_c[0]["result"], at_c[0]["run"])
+            methods[name][seed] = (r["dev"]["f1"], r["test"]["f1"], old)
+            methods["Margin perceptron"][seed] = (r["dev"]["base_f1"], r["test"]["base_f1"], old)
     proposed = {0: RUNS / "proposed_C1000"}
     proposed.update({int(p.name[-1]): p for p in RUNS.glob("seeds/proposed_C1000_seed*")})
     methods["Proposed"] = {}
     for seed, path in proposed.items():
         if (path / "results.json").is_file():
             r = json.loads((path / "results.json").read_text())
-            methods["Proposed"][seed] = (r["dev"]["f1"], r["test"]["f1"])
+            methods["Proposed"][seed] = (r["dev"]["f1"], r["test"]["f1"], document_level(r, path))
     return methods
 
 
@@ -106,11 +109,15 @@ def table6() -> str:
         "| method | C | dev F1 | test F1 | test gain | paper dev | paper test | paper gain |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    any_old = False
     for name, per_seed in methods.items():
         common = [s for s in seeds if s in per_seed]
         dev = [per_seed[s][0] for s in common]
         test = [per_seed[s][1] for s in common]
         gain = [per_seed[s][1] - base[s][1] for s in common]
+        old = any(per_seed[s][2] for s in common)
+        gain_old = old or any(base[s][2] for s in common)
+        any_old |= gain_old
         pdev, ptest, _ = PAPER[name]
         pgain = ptest - PAPER["Margin perceptron"][1]
         c = cs.get(name)
@@ -118,15 +125,15 @@ def table6() -> str:
         cells = [
             name,
             f"{c:g}" if c else "–",
-            mean_se(dev),
-            mean_se(test),
-            "–" if margin else mean_se(gain, "+"),
+            mean_se(dev) + mark(old),
+            mean_se(test) + mark(old),
+            "–" if margin else mean_se(gain, "+") + mark(gain_old),
             f"{pdev:.2f}",
             f"{ptest:.2f}",
             "–" if margin else f"{pgain:+.2f}",
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + legend(any_old)
 
 
 # the margin perceptron and the proposed algorithm trained to the paper's convergence rule (the
@@ -152,7 +159,10 @@ def table6_converged() -> str:
     """Table 6 with the margin perceptron and the proposed algorithm to the convergence rule."""
     methods = collect()
     rule = {name: converged_runs(name) for name in CONVERGED}
-    base = {s: (r["dev"]["f1"], r["test"]["f1"]) for s, r in rule["Margin perceptron"].items()}
+    base = {
+        s: (r["dev"]["f1"], r["test"]["f1"], document_level(r))
+        for s, r in rule["Margin perceptron"].items()
+    }
     rows = [
         ("Margin perceptron", "to the rule", base, rule["Margin perceptron"]),
         ("Re-ranking 1", "epoch chosen on dev", methods["Re-ranking 1"], {}),
@@ -160,7 +170,10 @@ def table6_converged() -> str:
         (
             "Proposed",
             "to the rule",
-            {s: (r["dev"]["f1"], r["test"]["f1"]) for s, r in rule["Proposed"].items()},
+            {
+                s: (r["dev"]["f1"], r["test"]["f1"], document_level(r))
+                for s, r in rule["Proposed"].items()
+            },
             rule["Proposed"],
         ),
     ]
@@ -170,11 +183,15 @@ def table6_converged() -> str:
         "| paper gain |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
+    any_old = False
     for name, how, per_seed, results in rows:
         seeds = sorted(per_seed)
         common = [s for s in seeds if s in base]
         gain = [per_seed[s][1] - base[s][1] for s in common]
-        paired = "–" if name == "Margin perceptron" else f"{mean_se(gain, '+')} (seeds "
+        m = mark(any(per_seed[s][2] for s in seeds))
+        mg = mark(any(per_seed[s][2] or base[s][2] for s in common))
+        any_old |= bool(m or mg)
+        paired = "–" if name == "Margin perceptron" else f"{mean_se(gain, '+')}{mg} (seeds "
         paired += "" if name == "Margin perceptron" else ",".join(map(str, common)) + ")"
         epochs = [results[s]["epochs"] for s in seeds] if results else []
         ptest = PAPER[name][1]
@@ -183,12 +200,12 @@ def table6_converged() -> str:
         lines.append(
             f"| {name} | {how} | {','.join(map(str, seeds)) or '–'} "
             f"| {', '.join(map(str, epochs)) or '–'} "
-            f"| {mean_se([per_seed[s][0] for s in seeds])} "
-            f"| {mean_se([per_seed[s][1] for s in seeds])} "
+            f"| {mean_se([per_seed[s][0] for s in seeds])}{m} "
+            f"| {mean_se([per_seed[s][1] for s in seeds])}{m} "
             f"| {paired} | {ptest:.2f} "
             f"| {pgain} |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + legend(any_old)
 
 
 def grid() -> str:
@@ -196,16 +213,19 @@ def grid() -> str:
         "| run | C | dev F1 | test F1 | first model dev / test | chosen epoch | ranking s |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
+    any_old = False
     for kind in ("1", "2"):
         for r in sorted(seed_runs(kind).get(0, []), key=lambda r: float(r["config"].ranker.C)):
             res = r["result"]
+            old = document_level(res, r["run"])
+            m, any_old = mark(old), any_old or old
             lines.append(
                 f"| `{r['run'].relative_to(RUNS)}` | {float(r['config'].ranker.C):g} "
-                f"| {res['dev']['f1']:.2f} | {res['test']['f1']:.2f} "
-                f"| {res['dev']['base_f1']:.2f} / {res['test']['base_f1']:.2f} "
+                f"| {res['dev']['f1']:.2f}{m} | {res['test']['f1']:.2f}{m} "
+                f"| {res['dev']['base_f1']:.2f}{m} / {res['test']['base_f1']:.2f}{m} "
                 f"| {res['chosen_epoch']} | {res['seconds']['ranking']:.0f} |"
             )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + legend(any_old)
 
 
 def list_size() -> str:
@@ -221,13 +241,16 @@ def list_size() -> str:
         "| experiment | training candidates n | C | dev F1 | test F1 | run |",
         "|---|---:|---:|---:|---:|---|",
     ]
+    any_old = False
     for name, n, c, r in rows:
         res = r["result"]
+        old = document_level(res, r["run"])
+        m, any_old = mark(old), any_old or old
         lines.append(
-            f"| {name} | {n} | {c:g} | {res['dev']['f1']:.2f} | {res['test']['f1']:.2f} "
+            f"| {name} | {n} | {c:g} | {res['dev']['f1']:.2f}{m} | {res['test']['f1']:.2f}{m} "
             f"| `{r['run'].relative_to(RUNS)}` |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + legend(any_old)
 
 
 def table7(path: Path) -> str:
