@@ -229,7 +229,7 @@ def assert_interrupted(done: subprocess.CompletedProcess, program: str) -> None:
     assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr
 
 
-SIGINT_SELF = "os.kill(os.getpid(), signal.SIGINT); time.sleep(10)"
+SIGINT_SELF = "os.kill(os.getpid(), signal.SIGINT); time.sleep(2)"
 WHILE_TAGGING = f"""
 from structperc.tagger import Tagger
 Tagger.tag_documents = lambda self, docs, progress=False: {SIGINT_SELF}
