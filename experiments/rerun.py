@@ -7,7 +7,8 @@ configs, every setting whose value differs from the run's recorded ``.hydra/conf
 back to the recorded value (settings added since then keep their defaults, settings removed
 since are reported), and ``python -m structperc.run`` trains again into the same folder (under
 ``torchrun`` with the run's number of ranks where it was a ``distributed=torch`` run).  The
-figures of the results.json it replaces are kept in ``rescored.json`` beside it:
+figures of the results.json it replaces, as committed (else as on disk), are kept in
+``rescored.json`` beside it:
 ``{"before": {"dev": F1, "test": F1}, "restored": [overrides added]}``, so a table can show what
 changed.  Made for the scoring change (conlleval's sentence-level F1, with the old
 document-level figure as ``f1_document``): a deterministic run re-made this way has
