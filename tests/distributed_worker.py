@@ -24,12 +24,13 @@ from structperc.crf.objective import full_objective, make_buckets
 from structperc.data.synthetic import make_corpus
 from structperc.distributed import SERIAL, Group
 from structperc.features.pipeline import LocalFeatures
+from structperc.learn.fitting import FitSettings
 from structperc.learn.margin import MarginPerceptron
 from structperc.learn.perceptron import Perceptron
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import FitSettings, fit, run_epochs
+from structperc.train import fit, run_epochs
 
 
 class Killed(Exception):
@@ -120,7 +121,7 @@ def scenario_crf(group: Group, out: Path) -> None:
     """The CRF objective and gradient at random weights, this rank's shard, summed over ranks."""
     from structperc.crf.learner import CRF
     from structperc.crf.support import Support
-    from structperc.train import rank_shard
+    from structperc.learn.fitting import rank_shard
 
     lf, labels, data = synthetic_task()
     weights = start_weights(lf.num_features, labels, seed=11)

@@ -23,11 +23,12 @@ from structperc.crf.objective import full_objective, length_buckets, make_bucket
 from structperc.crf.packing import pack_documents, packed_batch, row_tokens
 from structperc.crf.sgd import ScaledSGD
 from structperc.features.extract import FeatureMatrix
+from structperc.learn.fitting import FitSettings
 from structperc.model.batch import make_batch
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights, bag_sums, chain_potentials, offsets_like
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import FitSettings, fit
+from structperc.train import fit
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -27,12 +27,12 @@ from structperc.crf.learner import CRF
 from structperc.crf.lookup import TransposedIndex
 from structperc.crf.objective import full_objective, make_buckets
 from structperc.distributed import SERIAL, contiguous_shards, token_balanced_shards
+from structperc.learn.fitting import instance_sizes, shard_order
 from structperc.learn.margin import MarginPerceptron
 from structperc.learn.perceptron import Perceptron
 from structperc.model.updates import Updater
 from structperc.predict import tag_file
 from structperc.structures.chain import ChainStructure
-from structperc.train import instance_sizes, shard_order
 
 WORKER = Path(__file__).with_name("distributed_worker.py")
 
@@ -63,7 +63,7 @@ def test_contiguous_shards_keep_the_order():
 
 
 def test_rank_zero_orders_like_the_serial_run():
-    from structperc.train import epoch_order
+    from structperc.learn.fitting import epoch_order
 
     assert shard_order(30, None, True, 4, 2, 0) == epoch_order(30, True, 4, 2)
     assert shard_order(30, list(range(30)), True, 4, 2, 0) == epoch_order(30, True, 4, 2)

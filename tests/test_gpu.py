@@ -29,12 +29,13 @@ from structperc.decode.nbest import BEAM_FROM_N, nbest, two_best
 from structperc.decode.viterbi import viterbi, viterbi_tokens
 from structperc.features.extract import FeatureMatrix
 from structperc.forking import can_fork
+from structperc.learn.fitting import FitSettings
 from structperc.learn.margin import MarginPerceptron
 from structperc.learn.perceptron import Perceptron
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import FitSettings, fit
+from structperc.train import fit
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 CUDA = torch.device("cuda")

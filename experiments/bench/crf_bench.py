@@ -71,10 +71,11 @@ QUICK = {**DEFAULTS, "iterations": 3}
 def worker_structperc(cfg: dict, edges: bool = True) -> dict:
     from structperc.crf.learner import CRF
     from structperc.data.tags import encode_labels
+    from structperc.learn.fitting import FitSettings
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights
     from structperc.structures.chain import ChainData, ChainStructure
-    from structperc.train import FitSettings, fit
+    from structperc.train import fit
 
     setup_threads(cfg["threads"])
     corpus = load_corpus(cfg, ("train", "test"))

@@ -449,7 +449,8 @@ def restore_tables(updater, state: dict) -> None:
 
 def run_online(cfg: dict, learner, structure, updater, data, targets, rest: str) -> dict:
     """Epoch 1 (warm-up), then one epoch per mode, each from the state after epoch 1."""
-    from structperc.train import FitSettings, fit
+    from structperc.learn.fitting import FitSettings
+    from structperc.train import fit
 
     rec = Recorder(targets, rest, cfg["top"])
     state: dict = {}

@@ -38,7 +38,7 @@ from structperc.crf.objective import features_cpu, full_objective, resolve_semir
 from structperc.crf.optimization import Iteration, Optimization
 from structperc.crf.support import Support
 from structperc.features.extract import FeatureMatrix
-from structperc.train import EpochLog
+from structperc.learn.fitting import EpochLog
 
 log = logging.getLogger(__name__)
 

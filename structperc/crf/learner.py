@@ -36,8 +36,8 @@ from structperc.crf.semiring import get_semiring
 from structperc.crf.sgd import SGDTraining
 from structperc.distributed import SERIAL, Group
 from structperc.learn.base import Learner
+from structperc.learn.fitting import FitResult, FitSettings, rank_shard
 from structperc.model.updates import Updater
-from structperc.train import FitResult, FitSettings, rank_shard
 
 
 @dataclass

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from structperc.crf.objective import Bucket, CRFSettings, features_cpu, make_buckets
 from structperc.distributed import SERIAL, Group
+from structperc.learn.fitting import Convergence, EpochLog, FitResult
 from structperc.model.weights import ChainWeights
 from structperc.progress import bar
-from structperc.train import Convergence, EpochLog, FitResult
 
 log = logging.getLogger(__name__)
 

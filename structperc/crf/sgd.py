@@ -28,8 +28,8 @@ from torch import Tensor
 from structperc.crf.lookup import lookup
 from structperc.crf.objective import bucket_loss, dtype_of, posterior_errors
 from structperc.crf.optimization import Iteration, Optimization
+from structperc.learn.fitting import epoch_order
 from structperc.progress import bar
-from structperc.train import epoch_order
 
 log = logging.getLogger(__name__)
 
