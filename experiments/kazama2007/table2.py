@@ -107,8 +107,9 @@ CONVERGE = [
         91.10,
         86.26,
     ),
-    # and with the sequential scan (crf/sequential.py, learner.semiring=auto): the same objective
-    # and gradient within rounding (the sums run in another order), so another L-BFGS path
+    # and with the sequential scan (decode/sequential_scan.py, learner.scan=auto): the same
+    # objective and gradient within rounding (the sums run in another order), so another L-BFGS
+    # path
     ("CRF, σ² = 13, sequential scan (issue 16)", "converge/crf_sigma2_13_sequential", 91.10, 86.26),
     ("CRF, σ² = 25", "converge/crf_sigma2_25", 91.10, 86.26),
     ("CRF, σ² = 50", "converge/crf_sigma2_50", 91.10, 86.26),

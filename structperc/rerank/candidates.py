@@ -10,9 +10,10 @@ parallel (joblib locally, submitit on a cluster) into the same cache folder.
 
 Units are documents (Kazama & Torisawa) or sentences (Collins): a sentence's n-best is decoded
 from the document's token scores cut at the sentence (``ChainData.sentences``).  The first model
-is any learner of the chain; a CRF's lists carry log p(y | x) = s(y) − log Z (Collins's L(x)),
-a perceptron's its score s(y).  A fold's file holds the lists, the first model's training seconds
-and the decoding seconds (``data/candidates.py``).
+is any learner of the chain; a CRF's lists carry log p(y | x) = s(y) − log Z (Collins's L(x):
+log Z from the chain structure's "marginals"), a perceptron's its score s(y).  A fold's file
+holds the lists, the first model's training seconds and the decoding seconds
+(``data/candidates.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from pathlib import Path
 
 import torch
 
-from structperc.crf.adapter import log_partition
 from structperc.data.candidates import CandidateSet, entity_counts
 from structperc.decode.nbest import nbest_batched
 from structperc.decode.scores import path_scores
@@ -95,7 +95,7 @@ def nbest_lists(
         gold_scores = path_scores(potentials, batch.lengths, gold.unsqueeze(1))[:, 0]  # [B]
         scores, gold_scores = scores.double(), gold_scores.double()
         if log_probs:
-            logz = log_partition(potentials.double(), batch.lengths)  # [B]
+            logz = structure.log_partition(batch, potentials=potentials.double())  # [B]
             scores, gold_scores = scores - logz.unsqueeze(1), gold_scores - logz
         for b, d in enumerate(docs):
             T = int(batch.lengths[b])
