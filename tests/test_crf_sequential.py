@@ -83,7 +83,7 @@ def test_underflowing_scale_stays_finite():
     ids=["mixed", "all-one", "one", "short"],
 )
 def test_row_nll_equals_nll_of_chain_potentials(lengths):
-    """crf/row_edges.py: the edges written from token scores give the nll and the gradient of
+    """crf/edges.py: the edges written from token scores give the nll and the gradient of
     the [B, T, L, L] potentials route through torch-struct's LinearChain, on plain batches and
     on packed rows (of 2^k + 1 tokens and of the longest document), with one-token documents."""
     features, labels, _ = toy_problem(8, lengths=lengths, L=4)
