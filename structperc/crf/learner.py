@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from structperc.crf.optimization import LBFGSTraining, SGDTraining, StopRequest
-from structperc.decode.marginals import check_scan
+from structperc.decode.marginals import SCANS
 from structperc.distributed import SERIAL, Group
 from structperc.learn.base import Learner
 from structperc.learn.fitting import FitResult, FitSettings, rank_shard
@@ -101,8 +101,8 @@ class CRF(Learner):
             raise ValueError("learner.support=observed needs learner.optimizer=lbfgs")
         if self.dtype not in ("float32", "float64"):
             raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
-        if self.scan != "auto":
-            check_scan(self.scan)
+        if self.scan not in ("auto", *SCANS):
+            raise ValueError(f"unknown scan {self.scan!r}; choose one of {['auto', *SCANS]}")
 
     def resolved(self, edges: bool, device: str | torch.device = "cpu") -> CRF:
         """This learner with ``scan="auto"`` made concrete for a model with (``edges``) or

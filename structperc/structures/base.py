@@ -23,7 +23,7 @@ p(y | x) = exp s(x, y) / Z(x) of its labelings (the CRF's likelihood):
     marginals(batch)           the expected parts of a labeling under p(y | x)
     nll(batch, y*)             -log p(y* | x) = log Z(x) - s(x, y*), [B]
 
-each differentiable in the potentials.  A learner declares what it requires
+log Z and the nll differentiable in the potentials.  A learner declares what it requires
 (``learn/base.py``); ``check_capabilities`` compares the two.
 
 A labeling is whatever the structure's decoder returns: label ids [N] for a chain, a
