@@ -93,7 +93,7 @@ RUNS: dict[str, list[str]] = {
     ],
     "joint": ["+experiment=conll00_joint", *CONLL00, *EPOCHS],
     "cascade": ["+experiment=conll00_cascade", *CONLL00, *EPOCHS],
-    "tagchunk": ["+experiment=conll00_tagchunk", *CONLL00, *EPOCHS],
+    "tagchunk": ["+experiment=conll00_tagchunk", *CONLL00, *EPOCHS, "task.dev_sentences=50"],
 }
 
 
@@ -127,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     names = args.only or list(RUNS)
-    summary = {}
+    previous = out / "summary.json"  # --only adds to (or replaces in) an earlier summary
+    summary = json.loads(previous.read_text()) if args.only and previous.exists() else {}
     for name in names:
         folder = out / name
         command = [
