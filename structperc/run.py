@@ -29,6 +29,7 @@ from structperc.cli import config_dir, fail_cleanly, full_error, run_entry_point
 from structperc.data.loading import load_corpus, resolve_data_dir
 from structperc.distributed import SERIAL, Group
 from structperc.features.cache import feature_cache_key
+from structperc.learn.fitting import FitSettings
 from structperc.rerank.candidates import ListSettings
 from structperc.tasks.cascade import run_cascade
 from structperc.tasks.joint import run_joint
@@ -36,7 +37,6 @@ from structperc.tasks.loading import ColumnTagger
 from structperc.tasks.rerank import RankerSettings, run_rerank
 from structperc.tasks.tagchunk import run_tagchunk
 from structperc.tasks.tagging import run_tagging
-from structperc.train import FitSettings
 
 log = logging.getLogger("structperc")
 

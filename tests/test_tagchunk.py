@@ -7,8 +7,8 @@ import pytest
 import structperc.tasks.tagchunk as tagchunk
 from structperc.data.document import Document
 from structperc.features.pipeline import LocalFeatures
+from structperc.learn.fitting import FitSettings
 from structperc.learn.perceptron import Perceptron
-from structperc.train import FitSettings
 
 
 def sentences(n: int) -> list[Document]:

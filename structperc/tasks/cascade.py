@@ -28,13 +28,14 @@ from structperc.data.document import Document
 from structperc.data.label_chunk import POS_TAGS, np_labels, pos_labels, with_pos
 from structperc.features.part_features import CHUNKER_TEMPLATES, TAGGER_TEMPLATES, PartFeatures
 from structperc.features.templates import Template
+from structperc.learn.fitting import EpochLog, FitResult, FitSettings
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.monitor import Monitor
 from structperc.structures.chain import ChainData, ChainStructure
 from structperc.tasks.joint import log_test, paper_name, scores, write_predictions
 from structperc.tasks.report import finish, history_rows, timed
-from structperc.train import EpochLog, FitResult, FitSettings, fit
+from structperc.train import fit
 
 log = logging.getLogger(__name__)
 

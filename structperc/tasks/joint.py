@@ -36,6 +36,7 @@ from structperc.distributed import SERIAL, Group
 from structperc.eval.chunks import evaluate
 from structperc.features.part_features import PartFeatures
 from structperc.io import atomic_write_text
+from structperc.learn.fitting import FitSettings
 from structperc.learn.max_margin import MaxMarginPerceptron
 from structperc.learn.perceptron import Perceptron
 from structperc.model.label_chunk_weights import LabelChunkWeights
@@ -43,7 +44,7 @@ from structperc.model.updates import Updater
 from structperc.monitor import Monitor
 from structperc.structures.label_chunk import LabelChunkStructure, PartData
 from structperc.tasks.report import EpochReporter, finish, history_rows, timed
-from structperc.train import FitSettings, fit
+from structperc.train import fit
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ import torch
 
 from structperc.eval.chunks import ChunkScores
 from structperc.io import atomic_write_json
+from structperc.learn.fitting import EpochLog
 from structperc.model.updates import Updater
 from structperc.monitor import Monitor
-from structperc.train import EpochLog
 
 log = logging.getLogger("structperc")
 

@@ -34,11 +34,12 @@ from structperc.features.cache import extract_features
 from structperc.features.collins import LowercaseLexicon
 from structperc.features.document import NonLocalFeatures
 from structperc.features.pipeline import LocalFeatures
+from structperc.learn.fitting import FitSettings
 from structperc.model.ranker_weights import RankerWeights
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.monitor import Monitor
-from structperc.rerank.candidates import ALL, ListSettings, as_units, generate_fold, lists_folder
+from structperc.rerank.candidates import ALL, ListSettings, as_units, lists_folder
 from structperc.rerank.features import (
     ListRows,
     StringVocabulary,
@@ -49,8 +50,9 @@ from structperc.rerank.features import (
 from structperc.structures.candidates import CandidateList
 from structperc.structures.chain import ChainData
 from structperc.structures.voting import VoteState
+from structperc.tasks.jackknife import generate_fold
 from structperc.tasks.report import EpochReporter, chunk_scores, finish, history_rows
-from structperc.train import FitSettings, fit
+from structperc.train import fit
 
 log = logging.getLogger(__name__)
 

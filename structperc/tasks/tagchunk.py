@@ -44,9 +44,9 @@ from structperc.eval.chunks import evaluate
 from structperc.features.cache import cache_key
 from structperc.features.pipeline import LocalFeatures
 from structperc.io import atomic_write_json, read_json
+from structperc.learn.fitting import FitSettings
 from structperc.tasks.loading import ColumnTagger, load_tagger, predict_labels
 from structperc.tasks.tagging import run_tagging
-from structperc.train import FitSettings
 
 log = logging.getLogger(__name__)
 

@@ -32,6 +32,7 @@ from structperc.eval.chunks import ChunkScores, evaluate
 from structperc.features.cache import extract_features
 from structperc.features.document import NonLocalFeatures
 from structperc.features.pipeline import LocalFeatures
+from structperc.learn.fitting import FitSettings
 from structperc.model.document_weights import DocumentWeights
 from structperc.model.files import save_model
 from structperc.model.updates import Updater
@@ -40,7 +41,7 @@ from structperc.monitor import Monitor
 from structperc.structures.chain import ChainData, ChainStructure
 from structperc.structures.rescoring import DocumentRescoring
 from structperc.tasks.report import EpochReporter, chunk_scores, finish, history_rows
-from structperc.train import FitSettings, fit
+from structperc.train import fit
 
 log = logging.getLogger(__name__)
 
