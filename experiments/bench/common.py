@@ -444,27 +444,6 @@ def ratio(kind: str, sp: float | None, peer: float | None) -> float | None:
     return num / den if den else None
 
 
-def ratio_words(kind: str, r: float | None) -> str:
-    """A ratio as a reader takes it: "2.46× faster", "0.72×, i.e. 1.38× slower", "0.87× (less)"."""
-    if r is None:
-        return "n/a"
-    text = f"{r:.2f}×"
-    if kind in ("time", "rate"):
-        text += " faster" if r >= 1 else f", i.e. {1 / r:.2f}× slower"
-    elif kind == "memory":
-        text += " (more)" if r >= 1 else " (less)"
-    return text
-
-
-def fmt(v: float | None) -> str:
-    """A measurement for a table: 1,025 / 26.8 / 2.00 / 0.409; "n/a" for None."""
-    if v is None:
-        return "n/a"
-    if abs(v) >= 100:
-        return f"{v:,.0f}"
-    return f"{v:#.3g}" if abs(v) < 10 else f"{v:.1f}"
-
-
 def git_state() -> dict:
     """The commit and the number of changed files of the working tree (read-only git calls)."""
 

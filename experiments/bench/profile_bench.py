@@ -74,10 +74,11 @@ from common import (
     setup_threads,
     worker_main,
 )
-from profile_render import MODES, TITLES, render
 from proposed_bench import shared_document_weights
+from render import page
 
 SCRIPT = Path(__file__).resolve()
+MODES = ("plain", "timers", "cprofile", "torch")  # the instruments, in the order they run
 CONF = REPO / "conf"
 WORKLOADS = ("perceptron", "proposed", "crf", "crf_nodes")
 QUICK_DOCS = {"train": 40, "dev": 10, "test": 10}
@@ -662,7 +663,7 @@ WORKERS = {
 def print_summary(name: str, result: dict, top: int) -> None:
     """The top costs of one workload on stdout."""
     modes = result["modes"]
-    print(f"\n=== {name}: {TITLES[name]} ===")
+    print(f"\n=== {name} ===")
     print(f"plain wall {modes['plain']['wall_s']:.2f} s")
     timers = modes["timers"]
     print(f"buckets (timers pass, {timers['wall_s']:.2f} s wall):")
@@ -770,12 +771,10 @@ def write_markdown(out_dir: Path, profile: dict) -> None:
     if (out_dir / "results.json").is_file():
         import bench
 
-        bench.write_readme(
-            out_dir, bench.upgrade(json.loads((out_dir / "results.json").read_text()))
-        )
+        bench.write_readme(out_dir, json.loads((out_dir / "results.json").read_text()))
         log(f"wrote {out_dir / 'README.md'} (with the profile section)")
     else:
-        (out_dir / "PROFILE.md").write_text("\n".join(render(profile, top_level=True)))
+        (out_dir / "PROFILE.md").write_text(page("profile.md.j2", profile=profile, h="#"))
         log(f"wrote {out_dir / 'PROFILE.md'} (no results.json there)")
 
 
