@@ -430,7 +430,7 @@ def test_pos_section_runs_section_1_workers_on_pos_without_saving(bench, monkeyp
     assert [system for system, _ in calls] == ["structperc", "crfsuite"]
     for _, cfg in calls:
         assert cfg["task"] == "pos" and "save_model" not in cfg and "model_dir" not in cfg
-    task = OmegaConf.load(bench.REPO / "conf" / "task" / "tagchunk.yaml")
+    task = OmegaConf.load(BENCH.parents[1] / "conf" / "task" / "tagchunk.yaml")
     features = calls[0][1]["features"]
     assert features["attributes"] == list(task.pos_attributes)
     assert features["bigram_attributes"] == list(task.pos_bigrams)

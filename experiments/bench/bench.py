@@ -64,7 +64,7 @@ import pos_bench
 import proposed_bench
 import rerank_bench
 import scoring_bench
-from common import HERE, QUICK_DOCS, REPO, corpus_info, find_data_dir, load_corpus, log
+from common import HERE, base_config, chosen, corpus_info, load_corpus, log, public_config
 from common import machine_info as _machine_info
 from render import page
 
@@ -103,18 +103,6 @@ def parse_sets(items: list[str]) -> dict[str, dict]:
     return out
 
 
-def shown_path(path: Path) -> str:
-    """The data folder as the README shows it: relative to the repository when beside it."""
-    return os.path.relpath(path, REPO) if path.is_relative_to(REPO.parent) else str(path)
-
-
-def public_config(cfg: dict) -> dict:
-    """A section's settings without this run's temporary paths."""
-    out = {k: v for k, v in cfg.items() if k != "model_dir"}
-    out["data_dir"] = shown_path(Path(cfg["data_dir"]))
-    return out
-
-
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(
@@ -134,19 +122,9 @@ def main(argv: list[str] | None = None) -> None:
         log(f"wrote {out_dir / 'README.md'}")
         return
 
-    names = list(SECTIONS) if not args.only else [s.strip() for s in args.only.split(",")]
-    unknown = [s for s in names if s not in SECTIONS]
-    if unknown:
-        sys.exit(f"--only: unknown section(s) {unknown}; known: {list(SECTIONS)}")
-    names = [s for s in SECTIONS if s in names]  # always in the order above
+    names = chosen(args.only, SECTIONS, "section")  # always in the order above
     overrides = parse_sets(args.set)
-    data_dir = find_data_dir()
-    base = {
-        "data_dir": str(data_dir),
-        "max_docs": QUICK_DOCS if args.quick else None,
-        "quick": args.quick,
-        "threads": args.threads,
-    }
+    base = base_config(args.quick, args.threads)
     info = _machine_info(args.threads)
     t_start = time.perf_counter()
     sections: dict[str, dict] = {}

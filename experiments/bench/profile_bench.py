@@ -63,13 +63,15 @@ import perceptron_bench
 from common import (
     HERE,
     REPO,
+    base_config,
+    chosen,
     corpus_info,
-    find_data_dir,
     load_corpus,
     load_shared_model,
     log,
     machine_info,
     max_rss_mb,
+    public_config,
     run_worker,
     setup_threads,
     worker_main,
@@ -696,20 +698,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.render_only:
         write_markdown(out_dir, json.loads((out_dir / "profile.json").read_text()))
         return
-    names = list(WORKLOADS) if not args.only else [s.strip() for s in args.only.split(",")]
-    unknown = [s for s in names if s not in WORKLOADS]
-    if unknown:
-        sys.exit(f"--only: unknown workload(s) {unknown}; known: {list(WORKLOADS)}")
-    names = [s for s in WORKLOADS if s in names]
-    data_dir = find_data_dir()
-    base = {
-        "data_dir": str(data_dir),
-        "max_docs": QUICK_DOCS if args.quick else None,
-        "quick": args.quick,
-        "threads": args.threads,
-        "top": args.top,
-        "sigma2": SIGMA2,
-    }
+    names = chosen(args.only, WORKLOADS, "workload")
+    base = {**base_config(args.quick, args.threads, QUICK_DOCS), "top": args.top, "sigma2": SIGMA2}
     info = machine_info(args.threads)
     t_start = time.perf_counter()
     workloads: dict[str, dict] = {}
@@ -729,10 +719,7 @@ def main(argv: list[str] | None = None) -> None:
             workloads[name] = result
             print_summary(name, result, args.top)
     info["loadavg_end"] = list(os.getloadavg())
-    config = {k: v for k, v in base.items() if k != "model_dir"}
-    config["data_dir"] = (
-        os.path.relpath(data_dir, REPO) if data_dir.is_relative_to(REPO.parent) else str(data_dir)
-    )
+    config = public_config(base)
     profile = {
         "schema": 1,
         "command": " ".join([".venv/bin/python", "experiments/bench/profile_bench.py", *argv]),
