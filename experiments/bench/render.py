@@ -2,10 +2,10 @@
 
 A page is a template; what it shows is read from the results as the scripts wrote them, and the
 few numbers the pages derive (medians, ratios, the loads) are computed here or in the template.
-Every section of ``bench.py`` has a template of its name that defines ``glance(s, i)``, its rows
-in the page's at-a-glance table, and renders its own section from ``s``.  Rendering only: no
-torch, no structperc, so ``bench.py``, ``profile_bench.py``, ``gpu_bench.py`` and
-``main_job.py`` all use it.
+Every section of ``bench.py`` has a template of its name with two macros: ``glance(s, i)``, its
+rows in the page's at-a-glance table (``i``: its number), and ``body(s)``, its own part of the
+page, both of the section's results ``s``.  Rendering only: no torch, no structperc, so
+``bench.py``, ``profile_bench.py``, ``gpu_bench.py`` and ``main_job.py`` all use it.
 """
 
 from __future__ import annotations
