@@ -17,7 +17,8 @@ import json
 import statistics
 from pathlib import Path
 
-from summarize import find_runs, replace_section
+from sections import replace_section
+from summarize import find_runs
 
 
 def rows(runs: list[Path], root: Path | None) -> list[dict]:

@@ -54,3 +54,26 @@ def mark(flag: bool) -> str:
 def legend(any_marked: bool) -> str:
     """The legend paragraph (with a leading blank line) where a table has marked figures."""
     return f"\n{LEGEND}\n" if any_marked else ""
+
+
+def table(lines: list[str], marked: bool | None = None) -> str:
+    """The lines of a table as text, and the legend under it where a figure is marked
+    (``marked``; by default, where ``MARK`` is in the lines)."""
+    text = "\n".join(lines) + "\n"
+    return text + legend(MARK in text if marked is None else marked)
+
+
+def read_results(run: Path) -> dict | None:
+    """``run``'s results.json with ``document_level`` added (``document_level``: whether its F1s
+    are the old whole-document ones); None where the run has none."""
+    path = run / "results.json"
+    if not path.is_file():
+        return None
+    r = json.loads(path.read_text())
+    return r | {"document_level": document_level(r, run)}
+
+
+def marks(*results: dict | None) -> str:
+    """``MARK`` after a figure read from ``results`` (of ``read_results``; None: no run) where
+    one of them is document-level."""
+    return mark(any(r is not None and r["document_level"] for r in results))

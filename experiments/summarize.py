@@ -7,19 +7,18 @@
 
 A README is updated between the markers ``<!-- results:begin -->`` and ``<!-- results:end -->``
 (``--section NAME``: ``<!-- NAME:begin -->`` ... ``<!-- NAME:end -->``, so one README can hold
-several tables); nothing in the table is typed by hand.  ``replace_section`` is shared by the
-other table scripts under ``experiments/``.
+several tables: ``sections.replace_section``); nothing in the table is typed by hand.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 
 from omegaconf import OmegaConf
-from scoring import document_level, legend, mark
+from scoring import document_level, mark, table
+from sections import replace_section
 
 
 def find_runs(paths: list[str]) -> list[Path]:
@@ -108,23 +107,7 @@ def render(rows: list[dict], best_line: bool = True) -> str:
             f"Best by dev F1: **{best['run']}** "
             f"(dev {fmt(best['dev'])}{old}, test {fmt(best['test'])}{old})."
         )
-    return "\n".join(lines) + "\n" + legend(any(r["document_level"] for r in rows))
-
-
-def replace_section(readme: Path, section: str, table: str) -> None:
-    """Replace the text between ``<!-- section:begin -->`` and ``<!-- section:end -->``."""
-    begin, end = f"<!-- {section}:begin -->", f"<!-- {section}:end -->"
-    text = readme.read_text()
-    if begin not in text or end not in text:
-        raise SystemExit(f"{readme}: no {begin} ... {end} markers to replace")
-    body = table if table.endswith("\n") else table + "\n"
-    new = re.sub(
-        re.escape(begin) + ".*?" + re.escape(end),
-        lambda _: f"{begin}\n{body}{end}",
-        text,
-        flags=re.S,
-    )
-    readme.write_text(new)
+    return table(lines, any(r["document_level"] for r in rows))
 
 
 def main() -> None:

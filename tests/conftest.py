@@ -1,9 +1,13 @@
-"""Shared pytest fixtures: where the real CoNLL data lives, and CI's rule that it must be there.
+"""Shared pytest fixtures: where the real CoNLL data lives, and the rule that what a test needs
+must be there when a run says so.
 
 Tests marked ``realdata`` take the ``data_dir`` fixture.  It points at ``$STRUCTPERC_DATA`` or,
 failing that, ``../shared/data`` beside the repository, and skips with a reason when neither
 holds the data.  With ``STRUCTPERC_REQUIRE_DATA=1`` (set by ``.ci/run``) a skipped ``realdata``
-test is reported as a failure instead, so a missing data folder cannot pass CI silently.
+test is reported as a failure instead, so a missing data folder cannot pass CI silently.  Tests
+marked ``cuda`` (``tests/test_gpu.py``) skip with a reason where torch sees no CUDA device; with
+``STRUCTPERC_REQUIRE_CUDA=1`` (set it on a GPU machine) such a skip is a failure, so a torch
+built without CUDA or a machine without a driver cannot pass for a GPU run.
 """
 
 from __future__ import annotations
@@ -13,8 +17,11 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["pytester"]  # tests/test_required_skips.py runs this conftest's rule
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-REQUIRE_ENV = "STRUCTPERC_REQUIRE_DATA"
+# marker -> the variable that, set to 1, makes a skipped test of that marker a failure
+REQUIRE_ENV = {"realdata": "STRUCTPERC_REQUIRE_DATA", "cuda": "STRUCTPERC_REQUIRE_CUDA"}
 
 
 def _candidate_data_dirs() -> list[Path]:
@@ -41,14 +48,14 @@ def data_dir() -> Path:
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    if (
-        report.skipped
-        and os.environ.get(REQUIRE_ENV) == "1"
-        and item.get_closest_marker("realdata") is not None
-    ):
-        reason = getattr(call.excinfo.value, "msg", call.excinfo.value) if call.excinfo else ""
-        report.outcome = "failed"
-        report.longrepr = f"{REQUIRE_ENV}=1, so a realdata test may not skip: {reason}"
+    if not report.skipped:
+        return
+    for marker, env in REQUIRE_ENV.items():
+        if os.environ.get(env) == "1" and item.get_closest_marker(marker) is not None:
+            reason = getattr(call.excinfo.value, "msg", call.excinfo.value) if call.excinfo else ""
+            report.outcome = "failed"
+            report.longrepr = f"{env}=1, so a {marker} test may not skip: {reason}"
+            return
 
 
 @pytest.fixture(autouse=True, scope="session")

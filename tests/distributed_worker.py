@@ -181,6 +181,7 @@ def scenario_train(group: Group, out: Path, name="train", **kw) -> None:
         "epochs": result.epochs,
         "errors": [h.errors for h in result.history],
         "mix_seconds": [h.extra.get("mix_seconds") for h in result.history],
+        "seconds": [h.seconds for h in result.history],
         "resumed_from": result.resumed_from,
     }
     save(out, name, group.rank, tensors, meta)

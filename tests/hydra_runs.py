@@ -1,4 +1,4 @@
-"""What the end-to-end tests (``test_run``, ``test_crf_run``, ``test_joint_run``, the tagging
+"""What the end-to-end tests (``test_run``, ``test_crf_run``, ``test_tasks_joint``, the tagging
 command's) share: the Hydra config composed from ``conf/``, a synthetic CoNLL-2003 folder, one
 run through ``structperc.run.main_from_config``, and ``structperc-tag`` as a console script."""
 

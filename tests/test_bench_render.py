@@ -355,23 +355,27 @@ def test_render_every_section_and_required_row(bench):
     assert "target < 600 s" not in text  # a slice of the test set says nothing of the target
 
 
-def test_render_schema_1_results(bench):
-    """The perceptron-only bench's results.json still renders, as section 1 alone."""
-    new = _results(bench)
-    old = {
-        "schema": 1,
-        "command": ".venv/bin/python experiments/bench/bench.py",
-        "data_dir": "data",
-        "config": {**new["sections"]["perceptron"]["config"], "quick": False},
-        "machine": new["machine"],
-        "data": new["data"],
-        "wall_seconds": 1.0,
-        "summary": new["sections"]["perceptron"]["summary"],
-        "rounds": new["sections"]["perceptron"]["rounds"],
-    }
-    text = bench.render(bench.upgrade(old))
-    assert "## 1. " in text and "## 2. " not in text
-    assert "Not in this results.json: section(s) crf, nbest, proposed, dp, rerank, pos" in text
+@pytest.mark.parametrize("folder", ["", "crf_float32", "crf_observed"])
+def test_committed_readmes_are_rendered_from_their_results(bench, folder):
+    """Each committed README of the bench is what ``bench.py --render-only`` makes of the
+    results.json (and profile.json) beside it: nothing in it typed by hand, nothing stale."""
+    out = BENCH / folder
+    readme = (out / "README.md").read_text()
+    results = json.loads((out / "results.json").read_text())
+    text = bench.render(results)
+    if (out / "profile.json").is_file():
+        profile = json.loads((out / "profile.json").read_text())
+        text += "\n" + bench.page("profile.md.j2", profile=profile, h="##")
+    assert text == readme
+
+
+def test_committed_gpu_and_main_job_pages_are_rendered_from_their_json(bench):
+    import main_job
+
+    gpu = json.loads((BENCH / "gpu" / "gpu.json").read_text())
+    assert bench.page("gpu.md.j2", data=gpu) == (BENCH / "gpu" / "GPU.md").read_text()
+    runs = json.loads((BENCH / "main_job.json").read_text())
+    assert main_job.render(runs) == (BENCH / "MAIN_JOB.md").read_text()
 
 
 def test_merge_keeps_the_other_sections(bench, tmp_path):
@@ -426,7 +430,7 @@ def test_pos_section_runs_section_1_workers_on_pos_without_saving(bench, monkeyp
     assert [system for system, _ in calls] == ["structperc", "crfsuite"]
     for _, cfg in calls:
         assert cfg["task"] == "pos" and "save_model" not in cfg and "model_dir" not in cfg
-    task = OmegaConf.load(bench.REPO / "conf" / "task" / "tagchunk.yaml")
+    task = OmegaConf.load(BENCH.parents[1] / "conf" / "task" / "tagchunk.yaml")
     features = calls[0][1]["features"]
     assert features["attributes"] == list(task.pos_attributes)
     assert features["bigram_attributes"] == list(task.pos_bigrams)

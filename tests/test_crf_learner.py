@@ -75,23 +75,45 @@ def random_weights(
     return w
 
 
+def enumerated(weights, features, d: int) -> tuple[list[tuple], torch.Tensor, torch.Tensor]:
+    """Every labeling of document ``d``, its score s(x, y) and the potentials' gold score g."""
+    batch = make_batch(features, [d])
+    pot = weights.potentials(batch)[0].double()  # [T, L, L]
+    n = int(batch.lengths[0])
+    paths = list(itertools.product(range(weights.num_labels), repeat=n))
+    s = [
+        float(pot[0, 0, p[0]]) + sum(float(pot[t, p[t - 1], p[t]]) for t in range(1, n))
+        for p in paths
+    ]
+    return paths, torch.tensor(s, dtype=torch.float64), pot
+
+
+def gold_of(features, labels, d: int) -> torch.Tensor:
+    return labels[int(features.doc_offsets[d]) : int(features.doc_offsets[d + 1])]
+
+
 def brute_objective(weights, features, labels, sigma2) -> float:
     """sum_d -log p(y*_d | x_d) + ||w||^2 / (2 sigma2), by enumerating every labeling."""
-    L = weights.num_labels
     total = 0.0
     for d in range(features.num_docs):
-        batch = make_batch(features, [d])
-        pot = weights.potentials(batch)[0].double()  # [T, L, L]
-        n = int(batch.lengths[0])
-        s = [
-            float(pot[0, 0, p[0]]) + sum(float(pot[t, p[t - 1], p[t]]) for t in range(1, n))
-            for p in itertools.product(range(L), repeat=n)
-        ]
-        gold = labels[int(features.doc_offsets[d]) : int(features.doc_offsets[d + 1])]
-        g = float(path_scores(pot[None], batch.lengths, gold.view(1, 1, -1))[0, 0])
-        total += float(torch.logsumexp(torch.tensor(s, dtype=torch.float64), 0)) - g
+        _, s, pot = enumerated(weights, features, d)
+        gold = gold_of(features, labels, d).view(1, 1, -1)
+        g = float(path_scores(pot[None], torch.tensor([pot.shape[0]]), gold)[0, 0])
+        total += float(torch.logsumexp(s, 0)) - g
     sq = sum(float((t * t).sum()) for t in weights.tables().values())
     return total + sq / (2 * sigma2)
+
+
+def brute_posterior_errors(weights, features, labels) -> int:
+    """Tokens whose most probable label, p(y_t | x) summed over every labeling, is not gold."""
+    errors = 0
+    for d in range(features.num_docs):
+        paths, s, _ = enumerated(weights, features, d)
+        marginals = torch.zeros(len(paths[0]), weights.num_labels, dtype=torch.float64)
+        for path, p in zip(paths, torch.softmax(s, 0).tolist(), strict=True):
+            marginals[range(len(path)), list(path)] += p
+        errors += int((marginals.argmax(1) != gold_of(features, labels, d)).sum())
+    return errors
 
 
 def objective_of(learner, weights, features, labels, budget=16, packed=False):
@@ -203,7 +225,7 @@ def test_objective_matches_brute_force(scan, edges, packed):
     learner = CRF(sigma2=2.0, scan=scan)
     f, total, _, errors = objective_of(learner, weights, features, labels, packed=packed)
     assert f == pytest.approx(brute_objective(weights, features, labels, 2.0), rel=1e-10)
-    assert 0 <= errors <= features.num_tokens
+    assert errors == brute_posterior_errors(weights, features, labels)
 
 
 @pytest.mark.parametrize("packed", [False, True], ids=["buckets", "packed"])

@@ -225,7 +225,9 @@ def test_two_ranks_hold_the_same_model_and_time_their_mixing(two_ranks):
     for k in t0:
         assert torch.equal(t0[k], t1[k]), k
     assert m0["epochs"] == SETTINGS.max_epochs
-    assert all(s is not None and s >= 0 for s in m0["mix_seconds"])
+    # every epoch mixed once, in time that is part of the epoch's own
+    assert len(m0["mix_seconds"]) == len(m0["seconds"]) == SETTINGS.max_epochs
+    assert all(0 < mix <= s for mix, s in zip(m0["mix_seconds"], m0["seconds"], strict=True))
 
 
 def test_a_killed_group_resumes_to_the_uninterrupted_model(two_ranks):

@@ -75,17 +75,30 @@ def test_tables_mark_whole_document_figures(scripts, tmp_path):
 
 
 def test_replace_section_keeps_other_sections(scripts, tmp_path):
-    summarize, _ = scripts
+    sections = importlib.import_module("sections")
     readme = tmp_path / "README.md"
     readme.write_text(
         "x\n<!-- a:begin -->\nold\n<!-- a:end -->\n<!-- b:begin -->\nB\n<!-- b:end -->\n"
     )
-    summarize.replace_section(readme, "a", "new")
+    sections.replace_section(readme, "a", "new")
     assert readme.read_text() == (
         "x\n<!-- a:begin -->\nnew\n<!-- a:end -->\n<!-- b:begin -->\nB\n<!-- b:end -->\n"
     )
     with pytest.raises(SystemExit, match="no <!-- c:begin -->"):
-        summarize.replace_section(readme, "c", "t")
+        sections.replace_section(readme, "c", "t")
+
+
+def test_publish_prints_every_section_and_writes_it_between_its_markers(scripts, tmp_path, capsys):
+    sections = importlib.import_module("sections")
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- a:begin -->\n<!-- a:end -->\n<!-- b:begin -->\nold\n<!-- b:end -->\n")
+    sections.publish(readme, {"a": "| x |\n", "b": "text"})
+    assert readme.read_text() == (
+        "<!-- a:begin -->\n| x |\n<!-- a:end -->\n<!-- b:begin -->\ntext\n<!-- b:end -->\n"
+    )
+    assert capsys.readouterr().out == "## a\n\n| x |\n\n## b\n\ntext\n"
+    sections.publish(None, {"a": "y\n"})  # no README: printed only
+    assert "<!-- a:begin -->\n| x |\n" in readme.read_text()
 
 
 def test_table2_picks_best_dev_and_lists_the_grid(scripts, tmp_path, monkeypatch):

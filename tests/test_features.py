@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from structperc.data.document import Document
+from structperc.data.synthetic import make_corpus
 from structperc.features.attributes import FLAGS, LEXICAL, TABLE1, token_attributes
 from structperc.features.cache import cache_key, cached_features
 from structperc.features.extract import KEY_SHIFT, FeatureMatrix
@@ -366,8 +367,7 @@ def test_transform_unseen_words_give_no_ids():
 
 @pytest.fixture
 def synthetic():
-    synth = pytest.importorskip("structperc.data.synthetic")
-    return synth.make_corpus(10, seed=3), synth.make_corpus(4, seed=4)
+    return make_corpus(10, seed=3), make_corpus(4, seed=4)
 
 
 @pytest.fixture

@@ -1,6 +1,8 @@
 """The same code on a CUDA device: every dynamic program, the CRF objective and the online
-learners give on the GPU what they give on the CPU.  Skipped where torch sees no CUDA device
-(CI); run on a machine with one (``experiments/bench/GPU.md`` says how and when it last ran).
+learners give on the GPU what they give on the CPU.  Skipped, with the reason, where torch sees no
+CUDA device (CI); on a machine with one run it with ``STRUCTPERC_REQUIRE_CUDA=1``, which makes
+such a skip a failure (``conftest.py``).  ``experiments/bench/gpu/GPU.md`` says how and when it
+last ran.
 
 Random float potentials have no ties, so the decoders must return the same paths and scores
 within float tolerance.  Perceptron weights are sums of +-1 updates, so they are exact in any
@@ -38,7 +40,13 @@ from structperc.model.weights import ChainWeights
 from structperc.structures.chain import ChainData, ChainStructure
 from structperc.train import fit
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(
+        not torch.cuda.is_available(),
+        reason=f"torch {torch.__version__} sees no CUDA device (torch.cuda.is_available() False)",
+    ),
+]
 CUDA = torch.device("cuda")
 
 

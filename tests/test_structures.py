@@ -7,6 +7,7 @@ same checks then run on each structure:
 
 * the argmax reaches the best oracle score of the enumeration;
 * ``score`` equals the oracle, and ``delta(y*, y')·w`` equals the oracle's s(y*) − s(y');
+  ``errors`` and ``loss`` count the tokens and the tags y' gets wrong (``token_tags``);
 * where the structure has n-best lists, their scores are the enumeration's top n, in order;
 * where it offers "marginals", log Z is the logsumexp of the enumeration's scores, the marginals
   are the expected parts of a labeling under p(y | x), and the nll is log Z − s(y*), by every
@@ -314,6 +315,19 @@ NBEST_CASES = [c for c in CASES if c.name not in ("label_chunk", "candidate_list
 MARGINAL_CASES = [c for c in CASES if "marginals" in c.build(0)[0].capabilities]
 
 
+def token_tags(y) -> list[tuple]:
+    """The tags a labeling gives each token, from the definitions: its label id on a chain (or a
+    candidate row); on a label-chunk structure its POS tag and its NP tag, O or (B or I, chunk
+    tag).  ``errors`` counts the tokens with a tag wrong, ``loss`` the tags wrong."""
+    if not isinstance(y, LabelChunk):
+        return [(label,) for label in y.tolist()]
+    pos, tags = y.pos.tolist(), [None] * len(y)
+    for q, r, c in chunks(y):
+        for t in range(q, r + 1):
+            tags[t] = (pos[t], "O" if c == 0 else ("B" if t == q else "I", c))
+    return tags
+
+
 def close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) or a == b
 
@@ -347,7 +361,10 @@ def test_score_and_delta_equal_the_oracle(case, seed):
         for gold, pred in zip(finite, finite[1:], strict=False):
             expected = case.oracle(structure, data, d, gold) - case.oracle(structure, data, d, pred)
             assert close(structure.delta(batch, gold, pred).dot(tables), expected)
-            assert structure.errors(gold, pred) >= 0 and structure.loss(gold, pred) >= 0
+            g, p = token_tags(gold), token_tags(pred)
+            wrong = [[a != b for a, b in zip(x, z, strict=True)] for x, z in zip(g, p, strict=True)]
+            assert structure.errors(gold, pred) == sum(any(w) for w in wrong)
+            assert structure.loss(gold, pred) == sum(sum(w) for w in wrong)
         assert structure.errors(finite[0], finite[0]) == 0 == structure.loss(finite[0], finite[0])
 
 

@@ -7,6 +7,7 @@ import torch
 
 from structperc.checkpoint import Checkpoint
 from structperc.data.document import Document
+from structperc.data.synthetic import make_corpus
 from structperc.decode.reference import path_score
 from structperc.decode.viterbi import viterbi
 from structperc.eval import evaluate
@@ -85,8 +86,7 @@ def label_ids(docs: list[Document], labels: list[str]) -> torch.Tensor:
 
 @pytest.fixture(scope="module")
 def corpus():
-    synth = pytest.importorskip("structperc.data.synthetic")
-    train, dev = synth.make_corpus(40, seed=0), synth.make_corpus(15, seed=1)
+    train, dev = make_corpus(40, seed=0), make_corpus(15, seed=1)
     lf = LocalFeatures(gazetteer="none", window=1).fit(train)
     labels = sorted({t for d in train for t in d.tags}, key=lambda t: (t != "O", t))
     assert labels[0] == "O" and len(labels) == 9

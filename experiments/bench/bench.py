@@ -37,10 +37,11 @@ a ratio of medians over repeats.  The settings (``DEFAULTS`` of each section) ar
 runs everything on small slices, to check the plumbing; its numbers mean nothing.
 
 Writes ``results.json`` (every raw number, the settings, the machine) and ``README.md`` (rendered
-from the JSON by ``render``) next to this file, or under ``quick/`` with ``--quick``.  ``--only``
-replaces only the sections it names in the results.json already there (``merge``: the others are
-kept, and each section run later notes its own command, machine and commit), unless that file is
-of other data (another ``--quick`` slice): then it writes a results.json of those sections alone.
+from the JSON by ``render``: ``templates/readme.md.j2`` and a Jinja2 template per section) next
+to this file, or under ``quick/`` with ``--quick``.  ``--only`` replaces only the sections it
+names in the results.json already there (``merge``: the others are kept, and each section run
+later notes its own command, machine and commit), unless that file is of other data (another
+``--quick`` slice): then it writes a results.json of those sections alone.
 A ``profile.json`` beside results.json (``profile_bench.py``, ``make profile``) is rendered as the
 README's last section (``write_readme``).
 """
@@ -60,12 +61,12 @@ import dp_bench
 import nbest_bench
 import perceptron_bench
 import pos_bench
-import profile_render
 import proposed_bench
 import rerank_bench
 import scoring_bench
-from common import HERE, QUICK_DOCS, REPO, corpus_info, find_data_dir, load_corpus, log
+from common import HERE, base_config, chosen, corpus_info, load_corpus, log, public_config
 from common import machine_info as _machine_info
+from render import page
 
 SECTIONS = {
     "perceptron": perceptron_bench,
@@ -102,18 +103,6 @@ def parse_sets(items: list[str]) -> dict[str, dict]:
     return out
 
 
-def shown_path(path: Path) -> str:
-    """The data folder as the README shows it: relative to the repository when beside it."""
-    return os.path.relpath(path, REPO) if path.is_relative_to(REPO.parent) else str(path)
-
-
-def public_config(cfg: dict) -> dict:
-    """A section's settings without this run's temporary paths."""
-    out = {k: v for k, v in cfg.items() if k != "model_dir"}
-    out["data_dir"] = shown_path(Path(cfg["data_dir"]))
-    return out
-
-
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(
@@ -128,24 +117,14 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     out_dir = args.out or (HERE / "quick" if args.quick else HERE)
     if args.render_only:
-        results = upgrade(json.loads((out_dir / "results.json").read_text()))
+        results = json.loads((out_dir / "results.json").read_text())
         write_readme(out_dir, results)
         log(f"wrote {out_dir / 'README.md'}")
         return
 
-    names = list(SECTIONS) if not args.only else [s.strip() for s in args.only.split(",")]
-    unknown = [s for s in names if s not in SECTIONS]
-    if unknown:
-        sys.exit(f"--only: unknown section(s) {unknown}; known: {list(SECTIONS)}")
-    names = [s for s in SECTIONS if s in names]  # always in the order above
+    names = chosen(args.only, SECTIONS, "section")  # always in the order above
     overrides = parse_sets(args.set)
-    data_dir = find_data_dir()
-    base = {
-        "data_dir": str(data_dir),
-        "max_docs": QUICK_DOCS if args.quick else None,
-        "quick": args.quick,
-        "threads": args.threads,
-    }
+    base = base_config(args.quick, args.threads)
     info = _machine_info(args.threads)
     t_start = time.perf_counter()
     sections: dict[str, dict] = {}
@@ -195,7 +174,7 @@ def write_readme(out_dir: Path, results: dict) -> str:
     text = render(results)
     profile = out_dir / "profile.json"
     if profile.is_file():
-        text += "\n" + "\n".join(profile_render.render(json.loads(profile.read_text())))
+        text += "\n" + page("profile.md.j2", profile=json.loads(profile.read_text()), h="##")
     (out_dir / "README.md").write_text(text)
     return text
 
@@ -230,183 +209,17 @@ def merge(path: Path, results: dict) -> dict:
     }
 
 
-def upgrade(results: dict) -> dict:
-    """A results.json of the perceptron-only bench (schema 1) as a schema-2 one."""
-    if results.get("schema", 1) >= SCHEMA:
-        return results
-    cfg = results["config"]
-    return {
-        "schema": SCHEMA,
-        "command": results["command"],
-        "config": {
-            "data_dir": results["data_dir"],
-            "quick": cfg["quick"],
-            "threads": cfg["threads"],
-            "sections": ["perceptron"],
-            "overrides": {},
-            "schema_1": True,
-        },
-        "machine": results["machine"],
-        "data": results["data"],
-        "wall_seconds": results["wall_seconds"],
-        "sections": {
-            "perceptron": {
-                "config": {**cfg, "rounds_done": cfg.get("rounds_done", cfg["repeats"])},
-                "wall_seconds": results["wall_seconds"],
-                "summary": results["summary"],
-                "rounds": results["rounds"],
-            }
-        },
-    }
-
-
-# ---------------------------------------------------------------------------------------------
-# README
-# ---------------------------------------------------------------------------------------------
 def render(results: dict) -> str:
-    """The README (markdown) of one results.json (schema 2)."""
-    cfg, m, data = results["config"], results["machine"], results["data"]
-    sections = results["sections"]
-    threads = m.get("torch_threads", 1)
-    load = max(m["loadavg_start"][0], m.get("loadavg_end", m["loadavg_start"])[0])
-    busy = load > threads + 0.5
-    make = "make bench-quick" if cfg.get("quick") else "make bench"
-    lines = [
-        "# structperc benchmarks",
-        "",
-        "Generated by `experiments/bench/bench.py` from `results.json`; do not edit by hand "
-        "(re-render with `--render-only`).",
-        "",
-    ]
-    if cfg.get("quick"):
-        lines += [
-            "**Quick run on small slices of the data, to check the plumbing: the numbers are "
-            "not representative.**",
-            "",
-        ]
-    if busy:
-        lines += [
-            f"**The machine was busy with other work (load average up to {load:.1f} on "
-            f"{m['cpu_count']} CPUs, the bench itself using {threads} torch thread(s)): "
-            "absolute times are inflated (CPU time too: vCPUs share a core's resources) and "
-            "noisy; read the ratios, taken within one script.**",
-            "",
-        ]
-    if cfg.get("schema_1"):
-        lines += [
-            "This results.json was written by the earlier perceptron-only bench (schema 1); "
-            f"the other sections were not part of it. `{make}` runs them all.",
-            "",
-        ]
-    lines += [
-        "## Every row at a glance",
-        "",
-        "structperc against a peer measured in the same script where one exists (CRFsuite "
-        "through python-crfsuite, on the same data and surface features): for times and "
-        "rates, how many times faster structperc is; for memory and counts, structperc / "
-        "peer. Each number's section below says what it includes.",
-        "",
-        "| § | measure | structperc | peer (same script) | structperc vs peer | in CPU time |",
-        "|---|---|---:|---:|---:|---:|",
-    ]
-    for i, name in enumerate(SECTIONS, 1):
-        if name not in sections:
-            continue
-        for row in SECTIONS[name].headline(sections[name]):
-            lines.append(
-                f"| {i} | {row['measure']} | {row['structperc']} | {row['peer'] or '–'} | "
-                f"{row['ratio']} | {row['ratio_cpu']} |"
-            )
-    missing = [name for name in SECTIONS if name not in sections]
-    if missing:
-        lines += [
-            "",
-            f"Not in this results.json: section(s) {', '.join(missing)} (`{make}` runs all).",
-        ]
-    git = m.get("git") or {}
-    how = (
-        "Run from the repository root with the earlier perceptron-only "
-        "`experiments/bench/bench.py` (now section 1, `perceptron_bench.py`) at the commit "
-        "below:"
-        if cfg.get("schema_1")
-        else f"Run from the repository root (`{make}` runs "
-        f"`.venv/bin/python experiments/bench/bench.py{' --quick' if cfg.get('quick') else ''}`):"
+    """The README (markdown) of one results.json: ``templates/readme.md.j2``, each section's
+    rows at a glance and its own part from its template (``templates/<section>.md.j2``)."""
+    return page(
+        "readme.md.j2",
+        results=results,
+        order=list(SECTIONS),
+        algorithms=nbest_bench.ALGORITHMS,
+        rerank_n=rerank_bench.N,
+        perceptron_rows=perceptron_bench.table_rows,
     )
-    lines += [
-        "",
-        "Two pages beside this one, each written by its own script: [`GPU.md`](gpu/GPU.md) "
-        "(`gpu_bench.py`: the same code on a CUDA device against that machine's CPU and "
-        "CRFsuite) and [`MAIN_JOB.md`](MAIN_JOB.md) (`main_job.py`: `make run`'s wall time with "
-        "one process and with `trainer.processes=2`).",
-        "",
-        "## Command",
-        "",
-        how,
-        "",
-        "```",
-        f"STRUCTPERC_DATA={cfg['data_dir']} {results['command']}",
-        "```",
-        "",
-        f"Data (CoNLL-2003, documents = `-DOCSTART-` documents, sentences concatenated): train "
-        f"{data['train']['documents']:,} documents / {data['train']['tokens']:,} tokens, dev "
-        f"{data['dev']['documents']:,} / {data['dev']['tokens']:,}, test "
-        f"{data['test']['documents']:,} / {data['test']['tokens']:,}.",
-        "",
-    ]
-    shared = results.get("shared_model")
-    if shared:
-        lines += [
-            f"Shared model of sections 2-4 and 6: structperc's {shared['learner']}, k = "
-            f"{shared['epochs']} epochs over the training documents above (shuffled, seed "
-            f"{shared['shuffle_seed']}), trained by this run (section 1's first structperc "
-            "worker, or the same training alone) and kept in a temporary folder for the run.",
-            "",
-        ]
-    lines += [
-        f"Machine: {m['cpu_count']} CPUs ({m['cpu_model']}), {m['platform']}, Python "
-        f"{m['python']}, torch {m['torch']}, numpy {m['numpy']}, python-crfsuite "
-        f"{m['python_crfsuite']}; {threads} torch thread(s) per worker; {m['date']}; load "
-        f"average {m['loadavg_start'][0]:.2f} at the start, "
-        f"{m.get('loadavg_end', m['loadavg_start'])[0]:.2f} at the end; whole benchmark "
-        f"{results['wall_seconds']:.0f} s. structperc at commit {git.get('commit') or '?'} "
-        f"with {git.get('structperc_files_changed', '?')} uncommitted changed file(s) under "
-        "`structperc/`.",
-        "",
-    ]
-    for name in SECTIONS:
-        if name in sections:
-            lines += SECTIONS[name].render(sections[name])
-            s = sections[name]
-            if "loadavg_start" in s:
-                lines += [
-                    f"Load average during this section: {s['loadavg_start'][0]:.2f} at its "
-                    f"start, {s['loadavg_end'][0]:.2f} at its end.",
-                    "",
-                ]
-            if "run" in s:
-                lines += separate_run(s["run"])
-    lines += [
-        "Raw numbers of every worker (every epoch, pass and iteration) are in `results.json`.",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def separate_run(run: dict) -> list[str]:
-    """The note of a section measured by a later ``--only`` run than the header's."""
-    m = run["machine"]
-    git = m.get("git") or {}
-    return [
-        f"This section was measured by a later run of its own, `{run['command']}` "
-        f"({run['wall_seconds']:.0f} s), on {m['date']}: {m['cpu_count']} CPUs "
-        f"({m['cpu_model']}), torch {m['torch']}, {m.get('torch_threads', 1)} torch thread(s), "
-        f"load average {m['loadavg_start'][0]:.2f} at its start and "
-        f"{m.get('loadavg_end', m['loadavg_start'])[0]:.2f} at its end; structperc at commit "
-        f"{git.get('commit') or '?'} with {git.get('structperc_files_changed', '?')} "
-        "uncommitted changed file(s) under `structperc/`. The machine line above is that of "
-        "the other sections' run.",
-        "",
-    ]
 
 
 if __name__ == "__main__":

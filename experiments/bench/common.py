@@ -107,6 +107,36 @@ def find_data_dir() -> Path:
     return path.resolve()
 
 
+def chosen(only: str | None, known: tuple | list | dict, what: str) -> list[str]:
+    """The names of a comma-separated ``--only`` (every name of ``known`` without one), in the
+    order of ``known``; exits on a name not in it (``what``: "section", "workload")."""
+    names = list(known) if not only else [s.strip() for s in only.split(",")]
+    unknown = [s for s in names if s not in known]
+    if unknown:
+        sys.exit(f"--only: unknown {what}(s) {unknown}; known: {list(known)}")
+    return [s for s in known if s in names]
+
+
+def base_config(quick: bool, threads: int, quick_docs: dict = QUICK_DOCS) -> dict:
+    """The settings every worker of a run gets: the data folder (``find_data_dir``), with
+    ``quick`` the first ``quick_docs`` documents of each split, and the torch threads."""
+    return {
+        "data_dir": str(find_data_dir()),
+        "max_docs": quick_docs if quick else None,
+        "quick": quick,
+        "threads": threads,
+    }
+
+
+def public_config(cfg: dict) -> dict:
+    """Settings as a results file keeps them: without this run's temporary ``model_dir``, the
+    data folder relative to the repository when it lies beside it."""
+    out = {k: v for k, v in cfg.items() if k != "model_dir"}
+    path = Path(cfg["data_dir"])
+    out["data_dir"] = os.path.relpath(path, REPO) if path.is_relative_to(REPO.parent) else str(path)
+    return out
+
+
 def task_of(cfg: dict) -> str:
     """The task a worker measures: ``cfg["task"]``, "ner" (CoNLL-2003, the default) or "pos"
     (the tagchunk POS tagger on CoNLL-2000)."""
@@ -443,27 +473,6 @@ def ratio(kind: str, sp: float | None, peer: float | None) -> float | None:
         return None
     num, den = (peer, sp) if kind == "time" else (sp, peer)
     return num / den if den else None
-
-
-def ratio_words(kind: str, r: float | None) -> str:
-    """A ratio as a reader takes it: "2.46× faster", "0.72×, i.e. 1.38× slower", "0.87× (less)"."""
-    if r is None:
-        return "n/a"
-    text = f"{r:.2f}×"
-    if kind in ("time", "rate"):
-        text += " faster" if r >= 1 else f", i.e. {1 / r:.2f}× slower"
-    elif kind == "memory":
-        text += " (more)" if r >= 1 else " (less)"
-    return text
-
-
-def fmt(v: float | None) -> str:
-    """A measurement for a table: 1,025 / 26.8 / 2.00 / 0.409; "n/a" for None."""
-    if v is None:
-        return "n/a"
-    if abs(v) >= 100:
-        return f"{v:,.0f}"
-    return f"{v:#.3g}" if abs(v) < 10 else f"{v:.1f}"
 
 
 def git_state() -> dict:

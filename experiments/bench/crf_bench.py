@@ -35,7 +35,6 @@ from common import (
     attribute_lists,
     attribute_strings,
     bounds_of,
-    fmt,
     iteration_times,
     kept_values,
     load_corpus,
@@ -46,7 +45,6 @@ from common import (
     median,
     num_attributes,
     ratio,
-    ratio_words,
     run_worker,
     setup_threads,
     stamped_trainer,
@@ -279,175 +277,6 @@ def run(cfg: dict) -> dict:
         "crfsuite_full": full,
         "rounds": rounds,
     }
-
-
-# ---------------------------------------------------------------------------------------------
-# README section
-# ---------------------------------------------------------------------------------------------
-def headline(section: dict) -> list[dict]:
-    s = section["summary"]
-    sp, cs = s["structperc"], s["crfsuite"]
-    rows = []
-    if "structperc_nodes" in s:
-        rows.append(
-            {
-                "measure": "CRF, seconds per L-BFGS iteration, features.edges=false "
-                "(CRFsuite's model)",
-                "structperc": fmt(s["structperc_nodes"]["iteration_s"]),
-                "peer": f"CRFsuite {fmt(cs['iteration_s'])}",
-                "ratio": ratio_words("time", s["ratio_nodes"]),
-                "ratio_cpu": ratio_words("time", s.get("ratio_nodes_cpu")),
-            }
-        )
-    rows.append(
-        {
-            "measure": "CRF, seconds per L-BFGS iteration, edge features (Kazama's Table 1)",
-            "structperc": fmt(sp["iteration_s"]),
-            "peer": f"CRFsuite {fmt(cs['iteration_s'])}",
-            "ratio": ratio_words("time", s["ratio"]),
-            "ratio_cpu": ratio_words("time", s.get("ratio_cpu")),
-        }
-    )
-    run_ = section.get("structperc_full_run")
-    if run_:
-        rows.append(
-            {
-                "measure": f"CRF, final test F1 (dev) of the full run `{run_['path']}` "
-                "(read from the file, not re-measured)",
-                "structperc": f"{run_['test_f1']:.2f} ({run_['dev_f1']:.2f})",
-                "peer": "",
-                "ratio": "",
-                "ratio_cpu": "",
-            }
-        )
-    return rows
-
-
-def versus(kind: str, a: dict, b: dict, key: str) -> str:
-    """``ratio_words`` of a[key] against b[key] (empty when either is missing)."""
-    return ratio_words(kind, ratio(kind, a.get(key), b.get(key)))
-
-
-SUPPORT_TEXT = {
-    "all": "every (feature, label) pair (`learner.support=all`)",
-    "observed": "the (feature, label) pairs seen in training, as CRFsuite's "
-    "(`learner.support=observed`)",
-}
-
-
-SCAN_TEXT = {
-    "auto": "`scan=auto`: the edge-feature column runs the sequential scan (the forward "
-    "algorithm, O(N L²) like CRFsuite's recursion, over one bucket of every row, "
-    "`decode/sequential_scan.py`), the `edges=false` column torch-struct's O(N L³) tree scan in "
-    "buckets (its lower peak memory).",
-    "sequential": "Both structperc columns run the sequential scan (O(N L²), like CRFsuite).",
-    "scaled": "Both structperc columns run torch-struct's O(N L³) tree scan where CRFsuite runs "
-    "an O(N L²) recursion.",
-    "log": "Both structperc columns run torch-struct's own O(N L³) scan where CRFsuite runs an "
-    "O(N L²) recursion.",
-}
-
-
-def render(section: dict) -> list[str]:
-    s, cfg = section["summary"], section["config"]
-    sp, cs = s.get("structperc", {}), s.get("crfsuite", {})
-    sn = s.get("structperc_nodes", {})
-
-    def cell(system: dict, key: str, spec: str = "{:.2f}") -> str:
-        v = system.get(key)
-        return "n/a" if v is None else spec.format(v)
-
-    lines = [
-        "## 2. CRF: structperc (torch-struct) vs CRFsuite, L-BFGS",
-        "",
-        f"Script: `experiments/bench/crf_bench.py`. k = {cfg['iterations']} L-BFGS iterations "
-        f"from zero weights per system and round, {cfg['rounds_done']} round(s), sigma² = "
-        f"{cfg['sigma2']:g}, structperc DP {cfg['semiring']} semiring in {cfg['dtype']}, "
-        f"weights: {SUPPORT_TEXT[cfg.get('support', 'all')]}; "
-        "medians over all iterations but the first of each round (both systems spend extra "
-        f"line-search evaluations there); {section['wall_seconds']:.0f} s in all.",
-        "",
-        "| measure | structperc CRF, edges=false | structperc CRF, edge features "
-        "| CRFsuite L-BFGS | edges=false vs CRFsuite | edge features vs CRFsuite |",
-        "|---|---:|---:|---:|---:|---:|",
-        f"| seconds per L-BFGS iteration (wall) | {cell(sn, 'iteration_s')} "
-        f"| {cell(sp, 'iteration_s')} | {cell(cs, 'iteration_s')} "
-        f"| {ratio_words('time', s.get('ratio_nodes'))} | {ratio_words('time', s.get('ratio'))} |",
-        f"| CPU seconds per L-BFGS iteration | {cell(sn, 'iteration_cpu_s')} "
-        f"| {cell(sp, 'iteration_cpu_s')} | {cell(cs, 'iteration_cpu_s')} "
-        f"| {ratio_words('time', s.get('ratio_nodes_cpu'))} "
-        f"| {ratio_words('time', s.get('ratio_cpu'))} |",
-        f"| seconds per objective+gradient evaluation | {cell(sn, 'evaluation_s')} "
-        f"| {cell(sp, 'evaluation_s')} | {cell(cs, 'evaluation_s')} "
-        f"| {versus('time', sn, cs, 'evaluation_s')} | {versus('time', sp, cs, 'evaluation_s')} |",
-        f"| evaluations per iteration (mean) | {cell(sn, 'evaluations_per_iteration')} "
-        f"| {cell(sp, 'evaluations_per_iteration')} | {cell(cs, 'evaluations_per_iteration')} "
-        "| | |",
-        f"| peak memory, whole worker process (MiB) | {cell(sn, 'peak_rss_mb', '{:,.0f}')} "
-        f"| {cell(sp, 'peak_rss_mb', '{:,.0f}')} | {cell(cs, 'peak_rss_mb', '{:,.0f}')} "
-        f"| {versus('memory', sn, cs, 'peak_rss_mb')} "
-        f"| {versus('memory', sp, cs, 'peak_rss_mb')} |",
-        "| peak memory, worker process up to the end of training (MiB) "
-        f"| {cell(sn, 'peak_rss_train_mb', '{:,.0f}')} "
-        f"| {cell(sp, 'peak_rss_train_mb', '{:,.0f}')} "
-        f"| {cell(cs, 'peak_rss_train_mb', '{:,.0f}')} "
-        f"| {versus('memory', sn, cs, 'peak_rss_train_mb')} "
-        f"| {versus('memory', sp, cs, 'peak_rss_train_mb')} |",
-        f"| test F1 after k iterations (not converged) | {cell(sn, 'test_f1_after_k')} "
-        f"| {cell(sp, 'test_f1_after_k')} | {cell(cs, 'test_f1_after_k')} | | |",
-        f"| model parameters | {cell(sn, 'parameters', '{:,.0f}')} "
-        f"| {cell(sp, 'parameters', '{:,.0f}')} | {cell(cs, 'parameters', '{:,.0f}')} | | |",
-        f"| surface features | {cell(sn, 'surface_features', '{:,.0f}')} "
-        f"| {cell(sp, 'surface_features', '{:,.0f}')} "
-        f"| {cell(cs, 'surface_features', '{:,.0f}')} | | |",
-        "",
-        "What each row includes: an iteration is timed from the end of the previous one; it "
-        "holds every objective+gradient evaluation of its line search (structperc: "
-        "`EpochLog.seconds` of `CRF.fit`, run by `structperc.train.fit`: potentials, "
-        "torch-struct marginals, gradient scatter; CRFsuite: between its iteration log "
-        "lines). Setup (CRFsuite's feature generation, structperc's table allocation) is "
-        "outside. The memory rows are each worker's `ru_maxrss` (CRFsuite's includes its Python "
-        "attribute strings; structperc's loads ready feature matrices): at the end of the "
-        "worker, and at the end of training, before it decodes the test set (structperc at its "
-        "default batch of 256 documents, CRFsuite one document at a time). With "
-        "`features.edges=false` structperc's model is CRFsuite's (node features and a "
-        "transition matrix); the edge features add 81 weights per surface feature. "
-        f"{SCAN_TEXT.get(cfg['semiring'], '')}",
-        "",
-    ]
-    run_ = section.get("structperc_full_run")
-    full = section.get("crfsuite_full")
-    if run_ or full:
-        lines += [
-            "Full trainings:",
-            "",
-            "| system | source | iterations | stopped by | train s | s/iteration | dev F1 "
-            "| test F1 |",
-            "|---|---|---:|---|---:|---:|---:|---:|",
-        ]
-    if run_:
-        lines.append(
-            f"| structperc CRF | `{run_['path']}` (an earlier full run, read from the file) | "
-            f"{run_['iterations']} | {run_['stopped_by']} | {run_['train_seconds']:,.0f} | "
-            f"{run_['median_iteration_s']:.2f} | {run_['dev_f1']:.2f} | {run_['test_f1']:.2f} |"
-        )
-    if full:
-        its = full["iteration_s_all"]
-        lines.append(
-            f"| CRFsuite L-BFGS | this bench (`crfsuite_full`) | {len(its)} | epsilon 1e-5 | "
-            f"{full['train_total_s']:,.0f} | {median(its):.2f} | {full['dev_f1']:.2f} | "
-            f"{full['test_f1']:.2f} |"
-        )
-    if run_ or full:
-        lines.append("")
-    else:
-        lines += [
-            f"No full run at sigma² = {cfg['sigma2']:g} "
-            f"(`experiments/kazama2007/runs/crf_sigma2_{cfg['sigma2']:g}/results.json`): "
-            "no final F1 to show.",
-            "",
-        ]
-    return lines
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import REPO, fmt, log
+from common import REPO, log
 
 SCRIPT = REPO / "experiments" / "shimizu2006" / "dp_timing.py"
 DEFAULTS = {"max_sentences": None}
@@ -48,54 +48,3 @@ def run(cfg: dict) -> dict:
         "wall_seconds": time.perf_counter() - t_start,
         "result": result,
     }
-
-
-# ---------------------------------------------------------------------------------------------
-# README section
-# ---------------------------------------------------------------------------------------------
-def headline(section: dict) -> list[dict]:
-    t = section["result"]["conll2000_test"]
-    return [
-        {
-            "measure": f"Label-chunk DP, CoNLL-2000 test ({t['sentences']:,} sentences), "
-            f"batch {bs}: sentences/s",
-            "structperc": f"{t[f'batch{bs}']['sentences_per_second']:,.0f}",
-            "peer": "",
-            "ratio": "no peer",
-            "ratio_cpu": "",
-        }
-        for bs in (1, 32)
-    ]
-
-
-def render(section: dict) -> list[str]:
-    res = section["result"]
-    t = res["conll2000_test"]
-    lines = [
-        "## 5. Label-chunk DP (Shimizu & Haas 2006) on CoNLL-2000",
-        "",
-        "Script: `experiments/shimizu2006/dp_timing.py --test-set-only` (run by "
-        f"`experiments/bench/dp_bench.py`); {t['sentences']:,} test sentences, "
-        f"{t['tokens']:,} tokens; median of {t.get('repeats', '?')} pass(es) after a warm-up "
-        f"pass; 1 torch thread; {section['wall_seconds']:.0f} s in all. No peer.",
-        "",
-        "| batch | seconds per pass | sentences/s | tokens/s |",
-        "|---:|---:|---:|---:|",
-    ]
-    for bs in (1, 32):
-        b = t[f"batch{bs}"]
-        lines.append(
-            f"| {bs} | {fmt(b['seconds'])} | {b['sentences_per_second']:,.0f} | "
-            f"{b['tokens_per_second']:,.0f} |"
-        )
-    lines += [
-        "",
-        "What each row includes: `LabelChunkStructure(weights).predict(PartData(matrices), "
-        "batch_size=B)` over the test sentences sorted by length: part potentials from the "
-        "CSR part features, the exact O(n²) label-chunk DP "
-        "(`structperc.decode.label_chunk.decode`) and the back-trace. Feature extraction "
-        "(fitting on the first 447 training sentences, transforming the test set) is outside. "
-        "The weights are random: the DP's time does not depend on their values.",
-        "",
-    ]
-    return lines

@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 
 from common import (
-    fmt,
     load_shared_model,
     log,
     max_rss_mb,
@@ -43,7 +42,6 @@ ALGORITHM_ROWS = [("train", 20, 1), ("train", 100, 1), ("test", 20, 16), ("test"
 ALGORITHMS = ("kbest_dp", "kbest_beam", "kbest_sidetracks")
 DEFAULTS = {"repeats": 3, "row_budget_s": 100.0, "batch_size": 16}
 QUICK = {"repeats": 2, "row_budget_s": 20.0, "batch_size": 16}
-TARGET = {"split": "test", "n": 6400, "seconds": 600.0}  # issue: 6,400-best in < 10 minutes
 
 
 def worker_row(cfg: dict) -> dict:
@@ -151,106 +149,6 @@ def run(cfg: dict) -> dict:
         algorithms.append(run_worker(SCRIPT, "algorithms", row_cfg))
     wall = time.perf_counter() - t_start
     return {"config": cfg, "wall_seconds": wall, "rows": rows, "algorithms": algorithms}
-
-
-# ---------------------------------------------------------------------------------------------
-# README section
-# ---------------------------------------------------------------------------------------------
-def _label(r: dict, bs: int) -> str:
-    if r["split"] == "train":
-        return f"{r['n']}-best, training loop (documents one at a time)"
-    return f"{r['n']:,}-best of the test set (batches of {bs} similar-length documents)"
-
-
-def _target_text(r: dict, cfg: dict) -> str:
-    """The issue's target for the 6,400-best row, when the row covers the whole test set."""
-    if r["split"] != TARGET["split"] or r["n"] != TARGET["n"] or cfg.get("max_docs"):
-        return ""
-    met = "met" if r["seconds"] < TARGET["seconds"] else "NOT met"
-    return (
-        f"target < {TARGET['seconds']:.0f} s on 2 cores: {met} "
-        f"({r['seconds'] / TARGET['seconds']:.2f} of it, with {cfg['threads']} torch thread(s))"
-    )
-
-
-def headline(section: dict) -> list[dict]:
-    cfg = section["config"]
-    bs = cfg["batch_size"]
-    out = []
-    for r in section["rows"]:
-        out.append(
-            {
-                "measure": _label(r, bs) + ": seconds (peak MiB)",
-                "structperc": f"{fmt(r['seconds'])} ({r['peak_rss_mb']:,.0f})",
-                "peer": "",
-                "ratio": _target_text(r, cfg) or "no peer",
-                "ratio_cpu": "",
-            }
-        )
-    return out
-
-
-def render(section: dict) -> list[str]:
-    cfg = section["config"]
-    bs = cfg["batch_size"]
-    lines = [
-        "## 3. n-best decoding",
-        "",
-        f"Script: `experiments/bench/nbest_bench.py`. Potentials of the shared model (the "
-        "averaged perceptron of section 1, or the same training when section 1 is not run); "
-        f"one process per row; up to {cfg['repeats']} passes per row (none past "
-        f"{cfg['row_budget_s']:.0f} s), medians; {cfg['threads']} torch thread(s); "
-        f"{section['wall_seconds']:.0f} s in all. CRFsuite has no n-best: no peer.",
-        "",
-        "| row | documents | tokens | passes | seconds | CPU s | n-best calls only, s "
-        "| ms/document | peak MiB | MiB above loaded model |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in section["rows"]:
-        lines.append(
-            f"| {_label(r, bs)} | {r['documents']:,} | {r['tokens']:,} | "
-            f"{len(r['seconds_all'])} | {fmt(r['seconds'])} | {fmt(r['cpu_seconds'])} | "
-            f"{fmt(r['nbest_seconds'])} | {1e3 * r['seconds'] / r['documents']:.1f} | "
-            f"{r['peak_rss_mb']:,.0f} | {r['peak_rss_mb'] - r['rss_before_decoding_mb']:,.0f} |"
-        )
-    target = [_target_text(r, cfg) for r in section["rows"]]
-    target = [t for t in target if t]
-    lines += [
-        "",
-        *([f"6,400-best: {target[0]}.", ""] if target else []),
-        'What each row includes: "seconds" is one pass over the documents: `make_batch` from '
-        "the CSR feature ids, `weights.potentials`, and the n-best call (training rows: "
-        "`nbest(potentials, lengths, n)` per document, in corpus order; test rows: "
-        f"`nbest_batched(potentials, lengths, n)` per batch of up to {bs} documents sorted by "
-        'length, which splits the batch further to bound its back-pointer memory); "n-best '
-        "calls only\" is the time inside those calls. Peak MiB is the row process's "
-        "`ru_maxrss` (Python, torch, the model tables and feature matrices, and decoding); "
-        "the last column subtracts its value after loading them.",
-        "",
-    ]
-    if section.get("algorithms"):
-        lines += render_algorithms(section["algorithms"], cfg)
-    return lines
-
-
-def render_algorithms(rows: list[dict], cfg: dict) -> list[str]:
-    """The three exact algorithms on the same potentials, and the one ``nbest`` picks."""
-    lines = [
-        "The exact algorithms of `decode/nbest.py` on the same potentials, in one process per "
-        f"row, passes alternating between them (median of {cfg['repeats']}; n-best calls only, "
-        "seconds for every document of the split; **bold**: the one `nbest` picks on a CPU):",
-        "",
-        "| documents, n, batch | " + " | ".join(f"`{a}`" for a in ALGORITHMS) + " |",
-        "|---|" + "---:|" * len(ALGORITHMS),
-    ]
-    for r in rows:
-        cells = []
-        for a in ALGORITHMS:
-            v = fmt(r["seconds"][a])
-            cells.append(f"**{v}**" if a == r["picked"] else v)
-        head = f"{r['split']} ({r['documents']:,}), n = {r['n']}, batch {r['batch']}"
-        lines.append(f"| {head} | " + " | ".join(cells) + " |")
-    return [*lines, ""]
 
 
 if __name__ == "__main__":

@@ -22,11 +22,11 @@ The structperc worker of the first round also saves its model and feature matric
 (``common.save_shared_model``) for the later sections; ``worker_model`` does only that, for a
 bench run without this section.  Run through ``bench.py`` (``--only perceptron``).
 
-The workers, ``run`` and ``render`` are task-aware through the config key ``task``: "ner" (the
-default: this section) or "pos", section 7 (``pos_bench.py``): the tagchunk POS tagger (Penn
-Treebank tags on CoNLL-2000, ``common.load_pos_corpus`` and ``common.tagchunk_pos_settings``) with
-``edges=False`` weights, CRFsuite's model structure, scored by token accuracy instead of F1; it
-saves no shared model.
+The workers, ``run`` and the README section are task-aware through the config key ``task``:
+"ner" (the default: this section) or "pos", section 7 (``pos_bench.py``): the tagchunk POS tagger
+(Penn Treebank tags on CoNLL-2000, ``common.load_pos_corpus`` and
+``common.tagchunk_pos_settings``) with ``edges=False`` weights, CRFsuite's model structure,
+scored by token accuracy instead of F1; it saves no shared model.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ from common import (
     attribute_strings,
     bounds_of,
     corpus_info,
-    fmt,
     iteration_times,
     kept_values,
     load_corpus,
@@ -51,7 +50,6 @@ from common import (
     median,
     num_attributes,
     ratio,
-    ratio_words,
     run_worker,
     save_shared_model,
     setup_threads,
@@ -62,6 +60,7 @@ from common import (
     train_shared_weights,
     worker_main,
 )
+from render import fmt, ratio_words
 
 SCRIPT = Path(__file__).resolve()
 SYSTEMS = ("structperc", "crfsuite")
@@ -450,133 +449,8 @@ def train_shared_model(cfg: dict) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# README section
+# the rows of the README section (the section itself: templates/perceptron.md.j2)
 # ---------------------------------------------------------------------------------------------
-NOTES = {
-    "features_s": (
-        "structperc: `LocalFeatures(...)` (reads the gazetteer), `.fit(train)`, "
-        "`.transform(train, training=True)`, `.transform(dev)`, `.transform(test)` -> CSR ids. "
-        "CRFsuite: the same `LocalFeatures._columns` (train with the jackknifed gazetteer), "
-        "counting each template's values to drop those seen < `min_count` times, formatting "
-        "the strings, `Trainer.append` for train and `ItemSequence`s for dev and test. "
-        "CRFsuite's own feature generation inside `train()` is not here (see the total)."
-    ),
-    "epoch_s": (
-        "Median over the k epochs of one round, wall clock. structperc: `EpochLog.seconds` "
-        "of `structperc.train.fit` (per document: `make_batch` in the first epoch, which "
-        "`fit` keeps, one lookup of the joint node | edge table, Viterbi from the token "
-        "scores (`viterbi_tokens`), `path_delta`, `index_add_` into weights and "
-        "averaging sums). CRFsuite: wall time between its iteration log events (shuffle, "
-        "Viterbi + update per instance, the averaged-weight norm it logs). CPU time: the "
-        "same intervals in `process_time` "
-        "(for CRFsuite equal to its own `clock()` figures, also in results.json)."
-    ),
-    "train_total_s": (
-        "structperc: allocating the zeroed tables + `fit` + `finalize` (averaging). "
-        "CRFsuite: `Trainer.train()` wall time: feature generation, k iterations, "
-        "writing the model file."
-    ),
-    "decode_b1_tps": (
-        "Test tokens / median seconds of one pass over the test set, scoring included. "
-        "structperc: `ChainStructure(weights).predict(ChainData(test_matrix), batch_size=1)` "
-        "from the CSR ids. CRFsuite: `Tagger.tag(itemsequence)` per document (attribute "
-        "lookup, scoring, Viterbi), from prebuilt `ItemSequence`s. One warm-up pass on 4 "
-        "documents first. Note the asymmetry: CRFsuite maps attribute strings to ids inside "
-        "`tag`, structperc did that in `transform` (the feature row)."
-    ),
-    "decode_b64_tps": (
-        "structperc: `ChainStructure.predict(..., batch_size=64)`: 64 consecutive documents "
-        "scored in one lookup, sorted by length and decoded together time-major without "
-        "padding (`viterbi_packed`). On a CPU, batches of fewer than `PACKED_FROM` = 32 "
-        "documents decode one document at a time instead (the batch 1 row's path, faster "
-        "there). CRFsuite has no batching: the same per-document number as the batch 1 row."
-    ),
-    "decode_b256_tps": (
-        "structperc: `ChainStructure(weights).predict(ChainData(test_matrix))` with its "
-        "default `batch_size=256` (here the whole test set in one batch), as the batch 64 "
-        "row. CRFsuite: the batch 1 number."
-    ),
-    "peak_rss_mb": (
-        "`ru_maxrss` of the worker process at its end (a fresh process per system and round): "
-        "Python, torch, the parsed documents, features and model. The CRFsuite worker also "
-        "imports torch and structperc (for `_columns`), so the baselines match."
-    ),
-    "rss_delta_mb": (
-        "Peak minus `ru_maxrss` right after imports and reading the data: what features, "
-        "training and decoding added. For CRFsuite this includes the Python attribute "
-        "strings pycrfsuite needs."
-    ),
-    "test_f1": (
-        "conlleval-style F1 (`structperc.eval.evaluate`) on test, averaged weights, after k "
-        "epochs, a sanity check that both learn the same thing from the same attributes "
-        "(they differ: CRFsuite has no edge features and its own shuffle order)."
-    ),
-    "surface_features": (
-        "structperc: `LocalFeatures.num_features` (template x value seen >= 2 times in "
-        "training, bias included). CRFsuite: distinct attribute strings appended."
-    ),
-    "parameters": (
-        "structperc: dense node [F, L] + edge [F, L*L] tables (every feature x label and "
-        "x label pair, most never non-zero). CRFsuite: its generated features (attribute "
-        "x label pairs seen in training, plus label transitions), from its log."
-    ),
-}
-
-
-# task "pos" (section 7, ``pos_bench.py``): the rows whose text differs from NER's
-NOTES_POS = {
-    **NOTES,
-    "features_s": (
-        "structperc: `LocalFeatures(**settings)` (the tagchunk POS tagger's settings below; no "
-        "gazetteer), `.fit(train)`, `.transform(train, training=True)`, `.transform(dev)`, "
-        "`.transform(test)` -> CSR ids. CRFsuite: the same `LocalFeatures._columns`, counting "
-        "each template's values to drop those seen < `min_count` times, formatting the "
-        "strings, `Trainer.append` for train and `ItemSequence`s for dev and test. CRFsuite's "
-        "own feature generation inside `train()` is not here (see the total)."
-    ),
-    "epoch_s": (
-        "Median over the k epochs of one round, wall clock. structperc: `EpochLog.seconds` "
-        "of `structperc.train.fit` (per sentence: `make_batch` in the first epoch, which "
-        "`fit` keeps, one lookup of the node table [F, L] beside the shared [L, L] transition "
-        "matrix, Viterbi from the token scores (`viterbi_tokens`, here the plain recursion: "
-        "see below), `path_delta`, `index_add_` into weights and averaging sums). CRFsuite: "
-        "wall time between its iteration log events (shuffle, Viterbi + update per instance, "
-        "the averaged-weight norm it logs). CPU time: the same intervals in `process_time` "
-        "(for CRFsuite equal to its own `clock()` figures, also in results.json)."
-    ),
-    "decode_b1_tps": (
-        "Test tokens / median seconds of one pass over the test set, scoring included. "
-        "structperc: `ChainStructure(weights).predict(ChainData(test_matrix), batch_size=1)` "
-        "from the CSR ids, one sentence at a time by `viterbi_tokens` (the plain recursion, as "
-        "in training). CRFsuite: `Tagger.tag(itemsequence)` per sentence (attribute lookup, "
-        "scoring, Viterbi), from prebuilt `ItemSequence`s. One warm-up pass on 4 sentences "
-        "first. Note the asymmetry: CRFsuite maps attribute strings to ids inside `tag`, "
-        "structperc did that in `transform` (the feature row)."
-    ),
-    "decode_b64_tps": (
-        "structperc: `ChainStructure.predict(..., batch_size=64)`: 64 consecutive sentences "
-        "scored in one lookup, sorted by length and decoded together time-major without "
-        "padding (`viterbi_packed`). CRFsuite has no batching: the same per-sentence number "
-        "as the batch 1 row."
-    ),
-    "decode_b256_tps": (
-        "structperc: `ChainStructure(weights).predict(ChainData(test_matrix))` with its "
-        "default `batch_size=256`, as the batch 64 row. CRFsuite: the batch 1 number."
-    ),
-    "test_accuracy": (
-        "Token accuracy on test (tags equal to the data's POS column, `common.test_accuracy`), "
-        "averaged weights, after k epochs: a sanity check that both learn the same thing from "
-        "the same attributes (they differ in shuffle order and in which weights exist: see "
-        "below)."
-    ),
-    "parameters": (
-        "structperc: a dense node table [F, L] (every feature x tag, most never non-zero) and "
-        "the [L, L] transition matrix. CRFsuite: its generated features (attribute x tag "
-        "pairs seen in training, plus tag transitions), from its log."
-    ),
-}
-
-
 def _ratio_text(kind: str, e: dict, spread: bool, key: str = "test_f1") -> str:
     r = e.get("ratio")
     if r is None:
@@ -586,7 +460,7 @@ def _ratio_text(kind: str, e: dict, spread: bool, key: str = "test_f1") -> str:
         diff = e["structperc"]["median"] - e["crfsuite"]["median"]
         unit = "accuracy points" if key == "test_accuracy" else "F1"
         return f"{r:.3f} ({diff:+.2f} {unit})"
-    text = ratio_words(kind, r)
+    text = ratio_words(r, kind)
     if spread and len(rs) > 1 and min(rs) != max(rs):
         head, sep, tail = text.partition("×")
         text = f"{head}{sep} ({min(rs):.2f}–{max(rs):.2f}){tail}"
@@ -620,195 +494,32 @@ def _cpu_label(label: str) -> str:
     return label
 
 
-def headline(section: dict) -> list[dict]:
-    """The rows of this section in the bench's at-a-glance table (POS: "POS tagger: ...")."""
-    prefix = "POS tagger: " if section_task(section) == "pos" else ""
-    return [{**row, "measure": prefix + row["measure"]} for row in table_rows(section)]
-
-
 def table_rows(section: dict) -> list[dict]:
-    """The rows of this section's own table: measure, both cells and both ratios."""
+    """The rows of this section's tables (``templates/perceptron.md.j2``): per row of its task,
+    the key, measure, both cells and both ratios, and for times and rates the CPU-time row
+    (``cpu``: its measure and cells)."""
     summ, spread = section["summary"], section["config"]["rounds_done"] > 1
     out = []
     for key, label, kind in rows_of(section_task(section)):
-        e = summ.get(key, {})
-        out.append(
-            {
-                "measure": label,
-                "structperc": _cell(e.get("structperc"), key, spread),
-                "peer": "CRFsuite " + _cell(e.get("crfsuite"), key, spread),
-                "ratio": _ratio_text(kind, e, spread, key),
-                "ratio_cpu": (
-                    _ratio_text(kind, summ.get(cpu_key(key), {}), spread)
-                    if kind in ("time", "rate")
-                    else ""
-                ),
+        e, c = summ.get(key, {}), summ.get(cpu_key(key), {})
+        row = {
+            "key": key,
+            "measure": label,
+            "structperc": _cell(e.get("structperc"), key, spread),
+            "crfsuite": _cell(e.get("crfsuite"), key, spread),
+            "ratio": _ratio_text(kind, e, spread, key),
+            "ratio_cpu": "",
+            "cpu": None,
+        }
+        if kind in ("time", "rate"):
+            row["ratio_cpu"] = _ratio_text(kind, c, spread)
+            row["cpu"] = {
+                "measure": _cpu_label(label),
+                "structperc": _cell(c.get("structperc"), key, spread),
+                "crfsuite": _cell(c.get("crfsuite"), key, spread),
             }
-        )
+        out.append(row)
     return out
-
-
-def render(section: dict, heading: str | None = None) -> list[str]:
-    """This section of the README (markdown lines, from its ``## `` heading on); ``heading``:
-    another title (section 7, the POS tagger: ``pos_bench.render``)."""
-    cfg, rounds_ = section["config"], section["rounds"]
-    task = section_task(section)
-    rows, notes = rows_of(task), NOTES_POS if task == "pos" else NOTES
-    k, repeats = cfg["epochs"], cfg["rounds_done"]
-    spread = repeats > 1
-    cut = (
-        f" ({cfg['repeats']} requested; the {cfg['budget_s']:.0f} s budget stopped the rest)"
-        if repeats < cfg["repeats"]
-        else ""
-    )
-    L = rounds_[0]["structperc"].get("num_labels", 9)
-    script = (
-        "`experiments/bench/pos_bench.py` (the workers of `perceptron_bench.py` with `task: pos`)"
-        if task == "pos"
-        else "`experiments/bench/perceptron_bench.py`"
-    )
-    lines = [
-        heading or "## 1. Averaged perceptron: structperc vs CRFsuite",
-        "",
-        f"Script: {script}. Averaged perceptron, k = {k} epochs, "
-        f"{repeats} round(s){cut} of one fresh process per system; cells are medians over rounds"
-        f"{' (min–max in parentheses)' if spread else ''}; {section['wall_seconds']:.0f} s in all.",
-        "",
-        *(pos_data_lines(section) if task == "pos" else []),
-        '"structperc vs CRFsuite" is structperc relative to CRFsuite: for times and rates, '
-        "how many times faster structperc is; for memory and counts, structperc / CRFsuite; "
-        "the median over rounds of each round's ratio (range in parentheses). The values and "
-        "the first ratio are wall clock; the last column is the same ratio in CPU time "
-        "(`time.process_time` of the worker; values in the second table), which excludes "
-        "waiting for a core but still slows down when other processes share the CPU.",
-        "",
-        "| measure | structperc | CRFsuite | structperc vs CRFsuite | in CPU time |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    summ = section["summary"]
-    for row in table_rows(section):
-        peer = row["peer"].removeprefix("CRFsuite ")
-        lines.append(
-            f"| {row['measure']} | {row['structperc']} | {peer} | {row['ratio']} | "
-            f"{row['ratio_cpu']} |"
-        )
-    lines += [
-        "",
-        "CPU time (seconds, or tokens per CPU second) of the same runs:",
-        "",
-        "| measure | structperc | CRFsuite | structperc vs CRFsuite |",
-        "|---|---:|---:|---:|",
-    ]
-    for key, label, kind in rows:
-        if kind not in ("time", "rate"):
-            continue
-        e = summ.get(cpu_key(key), {})
-        lines.append(
-            f"| {_cpu_label(label)} | "
-            f"{_cell(e.get('structperc'), key, spread)} | {_cell(e.get('crfsuite'), key, spread)}"
-            f" | {_ratio_text(kind, e, spread)} |"
-        )
-    structure = (
-        pos_structure_lines(section)
-        if task == "pos"
-        else [
-            "Model structure differs: CRFsuite has node features (attribute x label) and label "
-            "transitions only; structperc has node features and edge features (feature x "
-            f"previous label x label, Kazama & Torisawa 2007 Table 1), i.e. L + L² = {L + L * L} "
-            f"weights per feature for L = {L} labels, so it does more work per token.",
-        ]
-    )
-    lines += ["", *structure, "", "What each row includes:", ""]
-    for key, label, _ in rows:
-        lines.append(f"- **{label}**: {notes[key]}")
-    lines += ["", "Breakdowns (medians over rounds; seconds unless noted):", ""]
-    for system in SYSTEMS:
-        for part in ("features_breakdown_s", "train_breakdown_s"):
-            parts = [r[system][part] for r in rounds_]
-            cells = ", ".join(f"{n} {median([p[n] for p in parts]):.2f}" for n in parts[0])
-            lines.append(f"- {system} {part.split('_')[0]}: {cells}")
-    for system in SYSTEMS:
-        marks = [
-            (n, median([r[system][f"{k}_mb"] for r in rounds_]))
-            for n, k in (
-                ("after loading", "rss_after_load"),
-                ("after features", "rss_after_features"),
-                ("after training", "rss_after_training"),
-                ("at the end", "peak_rss"),
-            )
-        ]
-        lines.append(
-            f"- {system} peak RSS (MiB, high-water mark so far): "
-            + ", ".join(f"{n} {v:,.0f}" for n, v in marks)
-        )
-    lines += [
-        "- per-epoch seconds, round 1: structperc "
-        + ", ".join(f"{s:.2f}" for s in rounds_[0]["structperc"]["epoch_s_all"])
-        + "; CRFsuite "
-        + ", ".join(f"{s:.2f}" for s in rounds_[0]["crfsuite"]["epoch_s_all"]),
-        "",
-    ]
-    return lines
-
-
-def pos_data_lines(section: dict) -> list[str]:
-    """Section 7: the data and the settings the POS tagger was measured on."""
-    cfg = section["config"]
-    data = section["rounds"][0]["structperc"]["data"]
-    fcfg = cfg["features"]
-    sizes = ", ".join(
-        f"{s} {data[s]['documents']:,} sentences / {data[s]['tokens']:,} tokens"
-        for s in ("train", "dev", "test")
-        if s in data
-    )
-    quoted = lambda xs: ", ".join(f"`{x}`" for x in xs) or "none"  # noqa: E731
-    tri = fcfg.get("trigram_attributes") or []
-    trigrams = f"trigrams of {quoted(tri)}" if tri else "no trigrams"
-    return [
-        "The POS tagger of the tagchunk task (`structperc/tasks/tagchunk.py`): CoNLL-2000 (WSJ) "
-        "sentences in Penn Treebank form (`as_treebank`), the last "
-        f"{cfg['dev_sentences']:,} training sentences held out as dev (`split_dev`), tags = "
-        f"the POS column (`as_pos_task`): {sizes}"
-        f"{' (first sentences of each split only: --quick)' if cfg.get('max_docs') else ''}. "
-        f"Features and model as `{cfg.get('settings_from', 'conf/')}` of `conf/` sets them "
-        "(`conf/task/tagchunk.yaml`'s `pos_*` settings, read by "
-        f"`common.tagchunk_pos_settings`): attributes {quoted(fcfg['attributes'])} at "
-        f"offsets -{fcfg['window']}..+{fcfg['window']}, bigrams of "
-        f"{quoted(fcfg['bigram_attributes'])}, "
-        f"{trigrams}, gazetteer `{fcfg['gazetteer']}`, "
-        f"`min_count` {fcfg['min_count']}, `edges` {str(fcfg['edges']).lower()}. CRFsuite gets "
-        "the same attributes as strings. Nothing of this section is saved (the shared model of "
-        "sections 2-4 and 6 is section 1's NER model).",
-        "",
-    ]
-
-
-def pos_structure_lines(section: dict) -> list[str]:
-    """Section 7: the model structure (the same as CRFsuite's) and the Viterbi kernel."""
-    sp = section["rounds"][0]["structperc"]
-    L, T = sp.get("num_labels", 45), sp.get("train_median_length")
-    pays = sp.get("blocked_scan_pays_at_median_length")
-    kernel = (
-        "the blocked scan"
-        if pays
-        else "the plain Viterbi recursion (`_token_steps`): on a CPU the blocked scan does not "
-        "pay here, its running products being max-plus matrix products that cost T·L³"
-    )
-    return [
-        "Same model structure in both: node features (attribute x tag) and an L x L tag "
-        f"transition matrix, no edge features (structperc: `ChainWeights(F, labels, "
-        "edges=False)`, as `features.edges: false` of `conf/experiment/conll00_tagchunk.yaml`), "
-        f"i.e. L = {L} weights per feature plus L² = {L * L:,} transitions. One difference "
-        "remains: CRFsuite has weights only for the attribute x tag pairs seen in training "
-        "(its default `feature.possible_states=0`), structperc a dense table in which an update "
-        "can give any pair a weight.",
-        "",
-        "structperc's online training decodes one sentence at a time (`viterbi_tokens`); for "
-        f"L = {L} tags and the median training sentence (T = {T} tokens) "
-        f'`structperc.decode.viterbi.blocked_scan_pays(T, L, "cpu")` is {pays}, so it runs '
-        f"{kernel}. Decoding with batch 1 below takes the same path; batches of 64 and 256 "
-        "decode together (`viterbi_packed`).",
-    ]
 
 
 if __name__ == "__main__":

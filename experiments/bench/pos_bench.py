@@ -4,7 +4,7 @@ perceptron (python-crfsuite, "ap") on the same attributes: feature extraction, e
 Viterbi decoding, memory, test accuracy.
 
 What section 1 (``perceptron_bench.py``) measures for NER on CoNLL-2003, with its workers, rounds
-and tables run with ``task: pos`` (see its docstring for what each row includes):
+and tables run with ``task: pos`` (``templates/perceptron.md.j2`` says what each row includes):
 
 - data (``common.load_pos_corpus``): CoNLL-2000 sentences in Penn Treebank form, the training
   sentences minus the last ``dev_sentences`` (those are dev), tags = the POS column, as
@@ -35,15 +35,3 @@ def run(cfg: dict) -> dict:
     settings = tagchunk_pos_settings()
     cfg = {k: v for k, v in cfg.items() if k not in ("model_dir", "save_model")}
     return perceptron_bench.run({**settings, **cfg, "task": "pos"})
-
-
-def headline(section: dict) -> list[dict]:
-    """The rows of this section in the bench's at-a-glance table."""
-    return perceptron_bench.headline(section)
-
-
-def render(section: dict) -> list[str]:
-    """This section of the README (markdown lines, from its ``## `` heading on)."""
-    L = section["rounds"][0]["structperc"].get("num_labels", 45)
-    heading = f"## 7. POS tagger ({L} tags, CoNLL-2000): structperc vs CRFsuite"
-    return perceptron_bench.render(section, heading=heading)

@@ -63,21 +63,24 @@ import perceptron_bench
 from common import (
     HERE,
     REPO,
+    base_config,
+    chosen,
     corpus_info,
-    find_data_dir,
     load_corpus,
     load_shared_model,
     log,
     machine_info,
     max_rss_mb,
+    public_config,
     run_worker,
     setup_threads,
     worker_main,
 )
-from profile_render import MODES, TITLES, render
 from proposed_bench import shared_document_weights
+from render import page
 
 SCRIPT = Path(__file__).resolve()
+MODES = ("plain", "timers", "cprofile", "torch")  # the instruments, in the order they run
 CONF = REPO / "conf"
 WORKLOADS = ("perceptron", "proposed", "crf", "crf_nodes")
 QUICK_DOCS = {"train": 40, "dev": 10, "test": 10}
@@ -665,7 +668,7 @@ WORKERS = {
 def print_summary(name: str, result: dict, top: int) -> None:
     """The top costs of one workload on stdout."""
     modes = result["modes"]
-    print(f"\n=== {name}: {TITLES[name]} ===")
+    print(f"\n=== {name} ===")
     print(f"plain wall {modes['plain']['wall_s']:.2f} s")
     timers = modes["timers"]
     print(f"buckets (timers pass, {timers['wall_s']:.2f} s wall):")
@@ -698,20 +701,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.render_only:
         write_markdown(out_dir, json.loads((out_dir / "profile.json").read_text()))
         return
-    names = list(WORKLOADS) if not args.only else [s.strip() for s in args.only.split(",")]
-    unknown = [s for s in names if s not in WORKLOADS]
-    if unknown:
-        sys.exit(f"--only: unknown workload(s) {unknown}; known: {list(WORKLOADS)}")
-    names = [s for s in WORKLOADS if s in names]
-    data_dir = find_data_dir()
-    base = {
-        "data_dir": str(data_dir),
-        "max_docs": QUICK_DOCS if args.quick else None,
-        "quick": args.quick,
-        "threads": args.threads,
-        "top": args.top,
-        "sigma2": SIGMA2,
-    }
+    names = chosen(args.only, WORKLOADS, "workload")
+    base = {**base_config(args.quick, args.threads, QUICK_DOCS), "top": args.top, "sigma2": SIGMA2}
     info = machine_info(args.threads)
     t_start = time.perf_counter()
     workloads: dict[str, dict] = {}
@@ -731,10 +722,7 @@ def main(argv: list[str] | None = None) -> None:
             workloads[name] = result
             print_summary(name, result, args.top)
     info["loadavg_end"] = list(os.getloadavg())
-    config = {k: v for k, v in base.items() if k != "model_dir"}
-    config["data_dir"] = (
-        os.path.relpath(data_dir, REPO) if data_dir.is_relative_to(REPO.parent) else str(data_dir)
-    )
+    config = public_config(base)
     profile = {
         "schema": 1,
         "command": " ".join([".venv/bin/python", "experiments/bench/profile_bench.py", *argv]),
@@ -773,12 +761,10 @@ def write_markdown(out_dir: Path, profile: dict) -> None:
     if (out_dir / "results.json").is_file():
         import bench
 
-        bench.write_readme(
-            out_dir, bench.upgrade(json.loads((out_dir / "results.json").read_text()))
-        )
+        bench.write_readme(out_dir, json.loads((out_dir / "results.json").read_text()))
         log(f"wrote {out_dir / 'README.md'} (with the profile section)")
     else:
-        (out_dir / "PROFILE.md").write_text("\n".join(render(profile, top_level=True)))
+        (out_dir / "PROFILE.md").write_text(page("profile.md.j2", profile=profile, h="#"))
         log(f"wrote {out_dir / 'PROFILE.md'} (no results.json there)")
 
 

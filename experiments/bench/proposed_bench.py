@@ -27,7 +27,6 @@ from pathlib import Path
 
 from common import (
     REPO,
-    fmt,
     load_corpus,
     load_shared_model,
     log,
@@ -158,83 +157,6 @@ def run(cfg: dict) -> dict:
     log("proposed: training epochs and rescoring")
     out = run_worker(SCRIPT, "proposed", cfg)
     return {"config": cfg, "wall_seconds": time.perf_counter() - t_start, "result": out}
-
-
-# ---------------------------------------------------------------------------------------------
-# README section
-# ---------------------------------------------------------------------------------------------
-def headline(section: dict) -> list[dict]:
-    r = section["result"]
-    lr = r["learner"]
-    return [
-        {
-            "measure": f"Proposed algorithm (n = {lr['n']}, non-local features), seconds per "
-            "training epoch",
-            "structperc": fmt(r["epoch_s"]),
-            "peer": "",
-            "ratio": "no peer",
-            "ratio_cpu": "",
-        },
-        {
-            "measure": f"Proposed algorithm, n' = {r['n_test']} rescoring of the test set, seconds",
-            "structperc": fmt(r["rescore_s"]),
-            "peer": "",
-            "ratio": "no peer",
-            "ratio_cpu": "",
-        },
-    ]
-
-
-def render(section: dict) -> list[str]:
-    r = section["result"]
-    lr = r["learner"]
-    n_ep = len(r["epoch_s_all"])
-    updates = [
-        f"{e.get('updates_a', 0):,} (A) / {e.get('updates_b', 0):,} (B), gold in the 20-best "
-        f"for {e.get('gold_in_nbest', 0):,}"
-        for e in r["epoch_extra"]
-    ]
-    lines = [
-        "## 4. Proposed algorithm (Kazama & Torisawa Alg. 4.2, non-local features)",
-        "",
-        f"Script: `experiments/bench/proposed_bench.py`. Learner `conf/learner/proposed.yaml` "
-        f"(n = {lr['n']}, C = {lr['C']:g}, C^l = {lr['C_local']:g}), non-local families "
-        f"{', '.join(r['families'])} ({r['global_features']:,} features, "
-        "`conf/experiment/conll03_nonlocal.yaml`); local weights start from the shared "
-        "averaged-perceptron model, non-local ones from zero (no BPM runs); "
-        f"{r['train_documents']:,} training documents ({r['train_tokens']:,} tokens), "
-        f"{r['test_documents']:,} test documents ({r['test_tokens']:,} tokens); "
-        f"{section['wall_seconds']:.0f} s in all. CRFsuite has no non-local features: no peer.",
-        "",
-        "| measure | value | every pass / epoch | CPU s |",
-        "|---|---:|---|---:|",
-        f"| seconds per training epoch (median of {n_ep}) | {fmt(r['epoch_s'])} | "
-        f"{', '.join(fmt(s) for s in r['epoch_s_all'])} | {fmt(r['epoch_cpu_s'])} |",
-        f"| n' = {r['n_test']} rescoring of the test set, seconds (median of "
-        f"{len(r['rescore_s_all'])} passes) | {fmt(r['rescore_s'])} | "
-        f"{', '.join(fmt(s) for s in r['rescore_s_all'])} | {fmt(r['rescore_cpu_s'])} |",
-        f"| peak memory, whole process (MiB) | {r['peak_rss_mb']:,.0f} | | |",
-        f"| test F1 after these {n_ep} epoch(s), n' = {r['n_test']} (sanity check, not the "
-        f"paper's setting) | {r['test_f1']:.2f} | | |",
-        "",
-        "Updates per epoch: "
-        + "; ".join(updates)
-        + ". Training word error per epoch: "
-        + ", ".join(f"{e:.4f}" for e in r["epoch_word_error"])
-        + ".",
-        "",
-        "What each row includes: an epoch is `structperc.train.fit` over the shuffled "
-        "training documents, one `ProposedPerceptron.step` per document: potentials, the "
-        f"{lr['n']}-best (`nbest`), Φ^g of the candidates and the gold "
-        "(`NonLocalFeatures.vectorize`; the first epoch also builds each document's index), "
-        "rescoring, and the (A) or (B) update. Rescoring is `DocumentRescoring(..., "
-        f"n={r['n_test']}).predict` over the test set: the {r['n_test']}-best lists in "
-        "length-sorted batches, Φ^g of every candidate and the argmax of Φ^a, each pass with a "
-        "fresh non-local extractor (document indexes built again). The model tables, feature "
-        "matrices and extractor are ready before the clock starts.",
-        "",
-    ]
-    return lines
 
 
 if __name__ == "__main__":

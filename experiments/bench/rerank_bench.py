@@ -37,7 +37,8 @@ import time
 from pathlib import Path
 from statistics import median
 
-from common import REPO, Stopwatch, fmt, log, max_rss_mb, run_worker, timed_passes, worker_main
+from common import REPO, Stopwatch, log, max_rss_mb, run_worker, timed_passes, worker_main
+from render import fmt
 
 SCRIPT = Path(__file__).resolve()
 CONF = REPO / "conf"
@@ -268,7 +269,8 @@ def worker_kazama(cfg: dict) -> dict:
         "candidate_test_f1": ranker_f1(corpus, labels, test_index, test, structure.winners(test)),
         "peak_rss_mb": max_rss_mb(),
     }
-    log(f"rerank: candidate algorithm, epochs {_all(out['candidate_epoch_s_all'])} s")
+    epochs = ", ".join(map(fmt, out["candidate_epoch_s_all"]))
+    log(f"rerank: candidate algorithm, epochs {epochs} s")
     return out
 
 
@@ -334,7 +336,7 @@ def voted_perceptron(cfg: dict, num_global: int, train, test, f1) -> dict:
     structure = CandidateList(weights, learner.base_scale, None)
     updater = Updater(weights, average=learner.average, record=True)
     result, marks = timed_fit(learner, structure, updater, train, cfg["voted_epochs"])
-    log(f"rerank: voted perceptron, epochs {_all([h.seconds for h in result.history])} s")
+    log(f"rerank: voted perceptron, epochs {', '.join(fmt(h.seconds) for h in result.history)} s")
     winners: list = []
 
     def vote() -> None:
@@ -403,182 +405,6 @@ def run(cfg: dict) -> dict:
         log(f"rerank: {name}")
         out[name] = run_worker(SCRIPT, name, cfg)
     return {"config": cfg, "wall_seconds": time.perf_counter() - t_start, **out}
-
-
-# ---------------------------------------------------------------------------------------------
-# README section
-# ---------------------------------------------------------------------------------------------
-def _list_label(r: dict) -> str:
-    return f"{r['n']}-best of every test {r['unit']}"
-
-
-def headline(section: dict) -> list[dict]:
-    k, c = section["kazama"], section["collins"]
-    rows = [
-        (
-            f"Rerank lists: {_list_label(r)} (`nbest_lists`), {r['unit']}s/s (seconds)",
-            f"{r['units_per_s']:,.0f} ({fmt(r['s'])})",
-        )
-        for r in section["lists"]["rows"]
-    ]
-    rows += [
-        (
-            f"Rerank features: Kazama's non-local features of the test documents' {N}-best, "
-            "candidates/s",
-            f"{k['features_per_s']:,.0f}",
-        ),
-        (
-            f"Rerank features: Collins's features of the test sentences' {N}-best, candidates/s",
-            f"{c['features_per_s']:,.0f}",
-        ),
-        (
-            f"Re-ranking 1 (candidate algorithm, n = {k['learner']['n']}, non-local features), "
-            "seconds per epoch over the training documents' lists",
-            fmt(k["candidate_epoch_s"]),
-        ),
-        (
-            "Voted perceptron (Collins's features), seconds per epoch over the training "
-            "sentences' lists",
-            fmt(c["voted_epoch_s"]),
-        ),
-        (
-            f"Voted prediction of the test sentences' lists ({c['vote_updates']:,} updates "
-            "replayed), seconds",
-            fmt(c["vote_s"]),
-        ),
-        ("Boosting (Collins's features), rounds/s", f"{c['boost_rounds_per_s']:,.0f}"),
-    ]
-    return [
-        {"measure": m, "structperc": v, "peer": "", "ratio": "no peer", "ratio_cpu": ""}
-        for m, v in rows
-    ]
-
-
-def _all(values: list[float]) -> str:
-    return ", ".join(fmt(v) for v in values)
-
-
-def _later(epochs: list[float]) -> str:
-    """Which epochs ``epochs_out``'s figure is the median of."""
-    n = len(epochs)
-    return f"median of epochs 2–{n}" if n > 2 else f"epoch {n}"
-
-
-def render(section: dict) -> list[str]:
-    cfg, lists, k, c = section["config"], section["lists"], section["kazama"], section["collins"]
-    lr = k["learner"]
-    lines = [
-        "## 6. Reranking (Collins 2002; Kazama & Torisawa 2007)",
-        "",
-        "Script: `experiments/bench/rerank_bench.py`. First model: the shared model (its L(x) "
-        "is the perceptron's score Φ·w, not a CRF's log-probability as in Collins's setting); "
-        "rankers from `conf/ranker/` (`margin.yaml`, `voted.yaml`, `boost.yaml`) with the task "
-        "settings of `conf/experiment/conll03_rerank1.yaml` and `conll03_collins_vp.yaml`; "
-        f"three worker processes; up to {cfg['repeats']} passes per row (none past "
-        f"{cfg['budget_s']:.0f} s), medians; {cfg['threads']} torch thread(s); "
-        f"{section['wall_seconds']:.0f} s in all. CRFsuite has no reranker: no peer, absolute "
-        "figures only.",
-        "",
-        "**The training lists are not made by a jackknife: the shared model decodes the "
-        "training data it was trained on, so its lists have few errors and the rankers make "
-        "fewer updates than in a real run (`task=rerank`), learning mostly to trust L(x); only "
-        "speed is measured, and the test F1 below are sanity checks, not the papers' settings.**",
-        "",
-        "### n-best lists of the test set",
-        "",
-        "| lists | units | tokens | candidates (per unit) | gold listed | passes | seconds "
-        "| CPU s | units/s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in lists["rows"]:
-        lines.append(
-            f"| {_list_label(r)} | {r['units']:,} | {r['tokens']:,} | {r['candidates']:,} "
-            f"({r['candidates_per_unit']:.1f}) | {r['gold_in_list']:,} | {len(r['s_all'])} | "
-            f"{fmt(r['s'])} | {fmt(r['cpu_s'])} | {r['units_per_s']:,.0f} |"
-        )
-    lines += [
-        "",
-        "A row is `as_units(test, unit)` (documents, or sentences cut from the documents' "
-        "token scores) and `nbest_lists(ChainStructure(shared model), units, index, n, "
-        f"log_probs=False, batch_size={cfg['batch_size']})`: batches of similar-length units, "
-        "potentials, `nbest_batched`, the gold path's score, and per candidate its tag errors "
-        "and entity counts into a `CandidateSet`. The feature matrices and model are loaded "
-        "before the clock starts.",
-        "",
-        f"### Global features of the test lists (n = {N})",
-        "",
-        "| features | units | candidates | passes | seconds | CPU s | candidates/s |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-        f"| Kazama's non-local ({', '.join(k['families'])}; {k['global_features']:,} features),"
-        f" per document | {k['test_documents']:,} | {k['test_candidates']:,} | "
-        f"{len(k['features_s_all'])} | {fmt(k['features_s'])} | {fmt(k['features_cpu_s'])} | "
-        f"{k['features_per_s']:,.0f} |",
-        f"| Collins's (typed; features on ≥ {c['min_units']} training sentences: "
-        f"{c['global_features']:,}), per sentence | {c['test_sentences']:,} | "
-        f"{c['test_candidates']:,} | {len(c['features_s_all'])} | {fmt(c['features_s'])} | "
-        f"{fmt(c['features_cpu_s'])} | {c['features_per_s']:,.0f} |",
-        "",
-        "Kazama's: `NonLocalFeatures.vectorize(document, paths)` per test document, each pass "
-        "with a fresh extractor (`from_state`: each document's index built again), fitted on the "
-        "training documents beforehand. Collins's: `collins_sets(rows, labels, lexicon)` (the "
-        "feature strings of every candidate, a sentence's entities computed once) and "
-        "`StringVocabulary.transform` to CSR ids, the vocabulary and lower-case lexicon built "
-        "from the training lists beforehand. The lists are laid out as rows (`list_rows`) "
-        "before the clock starts.",
-        "",
-        "### Rankers",
-        "",
-        "| ranker | training data | measure | value | every epoch / pass | CPU s |",
-        "|---|---|---|---:|---|---:|",
-        f"| re-ranking 1: candidate algorithm (n = {lr['n']}, C = {lr['C']:g}, L(x) with the "
-        f"fixed weight {k['base_weight']:g}, non-local features) | {k['train_units']:,} "
-        f"documents, {k['train_rows']:,} rows | seconds per epoch "
-        f"({_later(k['candidate_epoch_s_all'])}) | {fmt(k['candidate_epoch_s'])} | "
-        f"{_all(k['candidate_epoch_s_all'])} | {fmt(k['candidate_epoch_cpu_s'])} |",
-        f"| voted perceptron (β = {c['voted']['beta']:g}, Collins's features) | "
-        f"{c['train_units']:,} sentences, {c['train_rows']:,} rows | seconds per epoch "
-        f"({_later(c['voted_epoch_s_all'])}) | {fmt(c['voted_epoch_s'])} | "
-        f"{_all(c['voted_epoch_s_all'])} | {fmt(c['voted_epoch_cpu_s'])} |",
-        f"| voted perceptron | {c['vote_updates']:,} updates, {c['vote_vectors']:,} vectors | "
-        f"voted prediction of the {c['test_sentences']:,} test sentences' lists, seconds | "
-        f"{fmt(c['vote_s'])} | {_all(c['vote_s_all'])} | {fmt(c['vote_cpu_s'])} |",
-        f"| voted perceptron | | prediction with the last weights only (`winners`), seconds | "
-        f"{fmt(c['last_weights_s'])} | | {fmt(c['last_weights_cpu_s'])} |",
-        f"| boosting (ε = {c['boost']['epsilon']:g}, Collins's features) | "
-        f"{c['boost_pairs']:,} pairs | rounds/s ({c['boost_rounds']:,} rounds in "
-        f"{fmt(c['boost_rounds_s'])} s) | {c['boost_rounds_per_s']:,.0f} | "
-        f"{_all(c['boost_report_s_all'])} s per {c['boost']['report_every']:,} rounds | |",
-        f"| boosting | | setup: index arrays A±, B± and w_0, seconds | "
-        f"{fmt(c['boost_setup_s'])} | | |",
-        "",
-        "Updates per epoch: candidate algorithm "
-        + ", ".join(f"{u:,}" for u in k["candidate_updates"])
-        + "; voted perceptron "
-        + ", ".join(f"{u:,}" for u in c["voted_updates"])
-        + ". Test F1 (sanity check): first model's 1-best "
-        f"{k['first_model_test_f1']:.2f}, re-ranking 1 over the 20-best documents "
-        f"{k['candidate_test_f1']:.2f}; first model {c['first_model_test_f1']:.2f}, voted "
-        f"perceptron {c['voted_test_f1']:.2f}, boosting {c['boost_test_f1']:.2f} over the "
-        "20-best sentences.",
-        "",
-        "What each row includes: an epoch is `structperc.train.fit` over the shuffled training "
-        "units (`CandidateList`; the first epoch also builds each unit's batch, which `fit` "
-        "keeps: hence the median of the later ones): per unit the scores of its rows "
-        "(L(x) and `EmbeddingBag` over the CSR global features) and, on a mistake, the sparse "
-        "difference into the weights (the voted perceptron's updater also records it). The "
-        "voted prediction is `VoteState(structure, test lists)`, `.advance(updater.history)` "
-        "(every update replayed in chunks) and `.best_rows(updater.seen)`. Boosting is "
-        f"`RankBoost(rounds={cfg['boost_rounds']})` through `fit`: its setup (the pairs and "
-        "index arrays of the training lists, the bisection for w_0) is apart from the rounds' "
-        "time. Making the training lists (decoding and `list_rows`) took "
-        f"{fmt(k['train_lists_s'])} s for the documents and {fmt(c['train_lists_s'])} s for "
-        f"the sentences; their features {fmt(k['train_features_s'])} s (non-local) and "
-        f"{fmt(c['train_features_s'])} s (Collins's, with the vocabulary); not in any row. "
-        f"Peak memory of the workers: {lists['peak_rss_mb']:,.0f}, {k['peak_rss_mb']:,.0f} and "
-        f"{c['peak_rss_mb']:,.0f} MiB.",
-        "",
-    ]
-    return lines
 
 
 if __name__ == "__main__":

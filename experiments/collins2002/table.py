@@ -11,14 +11,14 @@ error, (F − F_base) / (100 − F_base), and the oracle F1 of the lists.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from scoring import document_level, legend, mark  # noqa: E402
-from summarize import replace_section  # noqa: E402
+import scoring  # noqa: E402
+import sections  # noqa: E402
+from scoring import document_level, mark  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RUNS = HERE / "runs"
@@ -56,19 +56,8 @@ def table(split: str) -> str:
         "",
         f"Collins's own figures (his web data, boundaries only): Max-Ent 85.3 F; {paper}.",
     ]
-    return "\n".join(lines) + "\n" + legend(any_old)
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--readme", type=Path, help="README to update (sections test, dev)")
-    args = ap.parse_args()
-    for split in ("test", "dev"):
-        text = table(split)
-        print(f"## {split}\n\n{text}")
-        if args.readme:
-            replace_section(args.readme, split, text)
+    return scoring.table(lines, any_old)
 
 
 if __name__ == "__main__":
-    main()
+    sections.main(__doc__, {"test": lambda: table("test"), "dev": lambda: table("dev")})

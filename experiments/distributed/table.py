@@ -5,15 +5,15 @@ python experiments/distributed/table.py --readme experiments/distributed/README.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from scoring import MARK, document_level, legend, mark  # noqa: E402
-from summarize import replace_section  # noqa: E402
+import sections  # noqa: E402
+from scoring import marks as old  # noqa: E402
+from scoring import read_results, table  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RUNS = HERE / "runs"
@@ -24,29 +24,8 @@ PERCEPTRONS = [
 ]
 
 
-def read_results(path: Path) -> dict | None:
-    """The run's results.json, with ``document_level``: whether its F1s are the old
-    whole-document ones (``scoring.document_level``)."""
-    f = path / "results.json"
-    if not f.is_file():
-        return None
-    r = json.loads(f.read_text())
-    return r | {"document_level": document_level(r, path)}
-
-
 def load(name: str) -> dict | None:
     return read_results(RUNS / name)
-
-
-def old(*rs: dict | None) -> str:
-    """``MARK`` after a figure read from ``rs`` where one of them is document-level."""
-    return mark(any(r is not None and r["document_level"] for r in rs))
-
-
-def table(lines: list[str]) -> str:
-    """The lines, and the legend under them where a figure is marked."""
-    text = "\n".join(lines) + "\n"
-    return text + legend(MARK in text)
 
 
 def settled_epoch(history: list[dict], final: float, within: float = 0.1) -> int | None:
@@ -370,28 +349,16 @@ def speed() -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument(
-        "--readme",
-        type=Path,
-        help="README to update (perceptrons, seeds, c_over_r, converged, paper, crf, speed)",
-    )
-    args = ap.parse_args()
-    sections = (
-        ("perceptrons", perceptrons()),
-        ("seeds", seeds()),
-        ("c_over_r", c_over_r()),
-        ("converged", converged()),
-        ("paper", paper()),
-        ("crf", crf()),
-        ("speed", speed()),
-    )
-    for name, text in sections:
-        print(f"## {name}\n\n{text}")
-        if args.readme:
-            replace_section(args.readme, name, text)
-
-
 if __name__ == "__main__":
-    main()
+    sections.main(
+        __doc__,
+        {
+            "perceptrons": perceptrons,
+            "seeds": seeds,
+            "c_over_r": c_over_r,
+            "converged": converged,
+            "paper": paper,
+            "crf": crf,
+            "speed": speed,
+        },
+    )

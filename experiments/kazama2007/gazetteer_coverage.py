@@ -12,18 +12,16 @@ conditions resemble it; this is the table that says how far they do:
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 from structperc.data.conll import read_conll
-from structperc.data.loading import require_data_dir
 from structperc.data.tags import spans
 from structperc.features.gazetteer import EntryIndex, jackknife_entries, read_gazetteer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from summarize import replace_section  # noqa: E402
+import sections  # noqa: E402
 
 TYPES = ("LOC", "MISC", "ORG", "PER")
 
@@ -99,26 +97,13 @@ def render(rows: list[dict]) -> str:
 def coverage_cli(doc: str, measure, render, json_path: Path, section: str) -> None:
     """The command line of a coverage script: measure on the data folder, write ``json_path``,
     print the table and put it into a README's ``section``."""
-    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument(
-        "--data-dir",
-        default=None,
-        help="data folder (default: $STRUCTPERC_DATA, else ../shared/data)",
-    )
+    ap = sections.parser(doc, (section,), data=True)
     ap.add_argument("--folds", type=int, default=10, help="jackknife folds (features default)")
     ap.add_argument("--json", type=Path, default=json_path)
-    ap.add_argument("--readme", type=Path, help=f"README to update (section {section})")
     args = ap.parse_args()
-    try:
-        data_dir = require_data_dir(args.data_dir, corpus="conll2003")
-    except FileNotFoundError as err:
-        ap.error(str(err))
-    rows = measure(data_dir, args.folds)
+    rows = measure(sections.data_dir(ap, args, "conll2003"), args.folds)
     args.json.write_text(json.dumps(rows, indent=2) + "\n")
-    table = render(rows)
-    print(table, end="")
-    if args.readme:
-        replace_section(args.readme, section, table)
+    sections.publish(args.readme, {section: render(rows)})
 
 
 def main() -> None:

@@ -17,17 +17,17 @@ not a result and is never reported as one**:
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 from pathlib import Path
 
 from structperc.data.conll import read_conll
-from structperc.data.loading import require_data_dir
 from structperc.data.tags import spans
 from structperc.features.gazetteer import read_gazetteer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import sections  # noqa: E402
 from gazetteer_coverage import entity_coverage  # noqa: E402
 
 
@@ -37,19 +37,11 @@ def coverage(docs, entries) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument(
-        "--data-dir",
-        default=None,
-        help="data folder (default: $STRUCTPERC_DATA, else ../shared/data)",
-    )
+    ap = sections.parser(__doc__, data=True)
     ap.add_argument("--out", type=Path, required=True, help="the augmented list to write")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    try:
-        folder = require_data_dir(args.data_dir, corpus="conll2003") / "conll2003"
-    except FileNotFoundError as err:
-        ap.error(str(err))
+    folder = sections.data_dir(ap, args, "conll2003") / "conll2003"
     entries = read_gazetteer(folder / "eng.list")
     dev, test = read_conll(folder / "dev.txt"), read_conll(folder / "test.txt")
     target = coverage(dev, entries)

@@ -14,7 +14,6 @@ features from the spread of single runs.  Every number is read from a run's
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -23,8 +22,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from scoring import document_level, legend, mark  # noqa: E402
-from summarize import replace_section  # noqa: E402
+import sections  # noqa: E402
+from scoring import document_level, mark, table  # noqa: E402
 
 RUNS = Path(__file__).resolve().parent / "runs"
 
@@ -195,7 +194,7 @@ def table2() -> str:
             f"A grid value marked {mark(True)} was not re-run after the scoring change: the choice "
             "on dev is made among the re-run values."
         )
-    return "\n".join(lines) + "\n" + legend(any_old)
+    return table(lines, any_old)
 
 
 def ablation() -> str:
@@ -220,7 +219,7 @@ def ablation() -> str:
             f"| {f1(r, 'test') - f1(ref, 'test'):+.2f}{m} "
             f"| `{path.relative_to(RUNS)}` |"
         )
-    return "\n".join(lines) + "\n" + legend(any_old)
+    return table(lines, any_old)
 
 
 def convergence() -> str:
@@ -257,7 +256,7 @@ def convergence() -> str:
         )
     if len(lines) == 2:
         return "(no convergence run has finished yet)\n"
-    return "\n".join(lines) + "\n" + legend(any_old)
+    return table(lines, any_old)
 
 
 def mean_sd(values: list[float]) -> str:
@@ -300,7 +299,7 @@ def seeds(settings: list[tuple[str, list[str]]] | None = None, pairs=((0, 1),)) 
             + ", ".join(parts)
             + "."
         )
-    return "\n".join(lines) + "\n" + legend(any(g[3] for g in groups.values()))
+    return table(lines, any(g[3] for g in groups.values()))
 
 
 # the external gazetteers (features.gazetteers, all six sources) against the same settings
@@ -345,6 +344,20 @@ EXTERNAL_SEEDS = [
         ["converge/external/margin_C2828_bpm10_seed*"],
     ),
 ]
+# the differences of means printed under that table: (i, j) of EXTERNAL_SEEDS, j minus i
+EXTERNAL_PAIRS = (
+    (0, 1),
+    (2, 3),
+    (3, 4),
+    (3, 5),
+    (5, 6),
+    (5, 7),
+    (5, 8),
+    (1, 9),
+    (1, 10),
+    (10, 11),
+    (10, 12),
+)
 
 
 # the per-source ablation (averaged perceptron, local features with eng.list) over seeds 0-2:
@@ -360,48 +373,20 @@ EXTERNAL_ABLATION_SEEDS = [
         for src in SOURCES
     ),
 ]
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument(
-        "--readme",
-        type=Path,
-        help="README to update (sections table2, ablation, seeds, external_seeds, convergence, "
-        "external_ablation_seeds)",
-    )
-    args = ap.parse_args()
-    t2, ab, sd = table2(), ablation(), seeds()
-    pairs = (
-        (0, 1),
-        (2, 3),
-        (3, 4),
-        (3, 5),
-        (5, 6),
-        (5, 7),
-        (5, 8),
-        (1, 9),
-        (1, 10),
-        (10, 11),
-        (10, 12),
-    )
-    ext = seeds(EXTERNAL_SEEDS, pairs=pairs)
-    conv = convergence()
-    abl = seeds(EXTERNAL_ABLATION_SEEDS, pairs=tuple((0, k) for k in range(1, len(SOURCES) + 1)))
-    print(t2)
-    print(ab)
-    print(sd)
-    print(ext)
-    print(conv)
-    print(abl, end="")
-    if args.readme:
-        replace_section(args.readme, "table2", t2)
-        replace_section(args.readme, "ablation", ab)
-        replace_section(args.readme, "seeds", sd)
-        replace_section(args.readme, "external_seeds", ext)
-        replace_section(args.readme, "convergence", conv)
-        replace_section(args.readme, "external_ablation_seeds", abl)
+EXTERNAL_ABLATION_PAIRS = tuple((0, k) for k in range(1, len(SOURCES) + 1))
 
 
 if __name__ == "__main__":
-    main()
+    sections.main(
+        __doc__,
+        {
+            "table2": table2,
+            "ablation": ablation,
+            "seeds": seeds,
+            "external_seeds": lambda: seeds(EXTERNAL_SEEDS, pairs=EXTERNAL_PAIRS),
+            "convergence": convergence,
+            "external_ablation_seeds": lambda: seeds(
+                EXTERNAL_ABLATION_SEEDS, pairs=EXTERNAL_ABLATION_PAIRS
+            ),
+        },
+    )

@@ -14,7 +14,6 @@ test with every n' asked for, times each pass, writes ``table3.json`` beside the
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from structperc.data.loading import load_corpus, require_data_dir
+from structperc.data.loading import load_corpus
 from structperc.eval.chunks import evaluate
 from structperc.model.files import load_model
 from structperc.structures.chain import ChainData
@@ -30,8 +29,8 @@ from structperc.structures.rescoring import DocumentRescoring
 from structperc.tasks.loading import structure_from_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import sections  # noqa: E402
 from scoring import legend, mark  # noqa: E402
-from summarize import replace_section  # noqa: E402
 
 # Kazama & Torisawa (2007) Table 3, the proposed algorithm at C = 5657: n' -> (dev F1, test F1)
 PAPER = {
@@ -94,33 +93,21 @@ def render(result: dict) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap = sections.parser(__doc__, ("table3",), data=True)
     ap.add_argument("run", type=Path, help="a run folder with model.json (non-local model)")
     ap.add_argument("--n", type=int, nargs="+", default=[20, 100, 400, 1600, 6400], help="the n'")
-    ap.add_argument(
-        "--data-dir",
-        default=None,
-        help="data folder (default: $STRUCTPERC_DATA, else ../shared/data)",
-    )
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
-    ap.add_argument("--readme", type=Path, default=None, help="README to regenerate the table in")
     ap.add_argument("--render-only", action="store_true", help="only re-render table3.json")
     args = ap.parse_args()
     out = args.run / "table3.json"
     if args.render_only:
         result = json.loads(out.read_text())
     else:
-        try:
-            data_dir = require_data_dir(args.data_dir, corpus="conll2003")
-        except FileNotFoundError as err:
-            ap.error(str(err))
+        data_dir = sections.data_dir(ap, args, "conll2003")
         torch.set_num_threads(args.threads)
         result = measure(args.run, args.n, data_dir)
         out.write_text(json.dumps(result, indent=2) + "\n")
-    table = render(result)
-    print(table)
-    if args.readme:
-        replace_section(args.readme, "table3", table)
+    sections.publish(args.readme, {"table3": render(result)})
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ is read from ``rerank_time.json`` (``rerank_time.py``: every training timed in o
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
@@ -24,8 +23,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from scoring import document_level, legend, mark  # noqa: E402
-from summarize import replace_section  # noqa: E402
+import sections  # noqa: E402
+from scoring import document_level, mark, table  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RUNS = HERE / "runs"
@@ -133,7 +132,7 @@ def table6() -> str:
             "–" if margin else f"{pgain:+.2f}",
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n" + legend(any_old)
+    return table(lines, any_old)
 
 
 # the margin perceptron and the proposed algorithm trained to the paper's convergence rule (the
@@ -205,7 +204,7 @@ def table6_converged() -> str:
             f"| {paired} | {ptest:.2f} "
             f"| {pgain} |"
         )
-    return "\n".join(lines) + "\n" + legend(any_old)
+    return table(lines, any_old)
 
 
 def grid() -> str:
@@ -225,7 +224,7 @@ def grid() -> str:
                 f"| {res['dev']['base_f1']:.2f}{m} / {res['test']['base_f1']:.2f}{m} "
                 f"| {res['chosen_epoch']} | {res['seconds']['ranking']:.0f} |"
             )
-    return "\n".join(lines) + "\n" + legend(any_old)
+    return table(lines, any_old)
 
 
 def list_size() -> str:
@@ -250,7 +249,7 @@ def list_size() -> str:
             f"| {name} | {n} | {c:g} | {res['dev']['f1']:.2f}{m} | {res['test']['f1']:.2f}{m} "
             f"| `{r['run'].relative_to(RUNS)}` |"
         )
-    return "\n".join(lines) + "\n" + legend(any_old)
+    return table(lines, any_old)
 
 
 def table7(path: Path) -> str:
@@ -277,26 +276,14 @@ def table7(path: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument(
-        "--readme",
-        type=Path,
-        help="README to update (table6, table6_converged, rerank_grid, rerank_lists, table7)",
-    )
-    args = ap.parse_args()
-    tables = {
-        "table6": table6(),
-        "table6_converged": table6_converged(),
-        "rerank_grid": grid(),
-        "rerank_lists": list_size(),
-        "table7": table7(HERE / "rerank_time.json"),
-    }
-    for name, text in tables.items():
-        print(f"## {name}\n\n{text}")
-        if args.readme:
-            replace_section(args.readme, name, text)
-
-
 if __name__ == "__main__":
-    main()
+    sections.main(
+        __doc__,
+        {
+            "table6": table6,
+            "table6_converged": table6_converged,
+            "rerank_grid": grid,
+            "rerank_lists": list_size,
+            "table7": lambda: table7(HERE / "rerank_time.json"),
+        },
+    )

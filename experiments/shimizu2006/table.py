@@ -13,7 +13,6 @@ their own section.  The README is updated between ``<!-- table7:begin -->`` and
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -21,7 +20,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from summarize import find_runs, replace_section  # noqa: E402
+import sections  # noqa: E402
+from summarize import find_runs  # noqa: E402
 
 SECTIONS = (
     ("pos_tagging", "POS tagging"),
@@ -197,28 +197,20 @@ def render_seeds(rows: list[dict]) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap = sections.parser(__doc__, ("table7", "dp", "seeds"))
     ap.add_argument("paths", nargs="+", help="run folders, or folders holding them")
     ap.add_argument("--paper", default=str(HERE / "paper.json"))
-    ap.add_argument("--readme", help="README to update between the markers")
     ap.add_argument("--seeds", help="a folder of runs with other seeds (same settings)")
     args = ap.parse_args()
     paper = json.loads(Path(args.paper).read_text())
     rows = [row for run in find_runs(args.paths) for row in rows_of(run)]
     if not rows:
         raise SystemExit(f"no results.json under {' '.join(args.paths)}")
-    table = render_all(rows, paper)
-    seeds = ""
+    tables = {"table7": render_all(rows, paper), "dp": render_dp(HERE / "dp_timing.json")}
     if args.seeds:
         seed_rows = [row for run in find_runs([args.seeds]) for row in rows_of(run)]
-        seeds = render_seeds(rows + seed_rows)
-    if args.readme:
-        readme = Path(args.readme)
-        replace_section(readme, "table7", table)
-        replace_section(readme, "dp", render_dp(HERE / "dp_timing.json"))
-        if seeds:
-            replace_section(readme, "seeds", seeds)
-    print(table + seeds, end="")
+        tables["seeds"] = render_seeds(rows + seed_rows)
+    sections.publish(args.readme, tables)
 
 
 if __name__ == "__main__":

@@ -6,14 +6,14 @@ token-only test set through the whole pipeline, from the runs' own files.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from scoring import MARK, document_level, legend, mark  # noqa: E402
-from summarize import replace_section  # noqa: E402
+import sections  # noqa: E402
+from scoring import marks as old  # noqa: E402
+from scoring import read_results, table  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 KAZAMA = HERE.parent / "kazama2007" / "runs"
@@ -124,24 +124,8 @@ def tagger() -> str:
 
 
 def read(run: str) -> dict | None:
-    """The results.json of ``run`` under ``KAZAMA``, with ``document_level``: whether its F1s
-    are the old whole-document ones (``scoring.document_level``)."""
-    f = KAZAMA / run / "results.json"
-    if not f.is_file():
-        return None
-    r = json.loads(f.read_text())
-    return r | {"document_level": document_level(r, f.parent)}
-
-
-def old(*rs: dict | None) -> str:
-    """``MARK`` after a figure read from ``rs`` where one of them is document-level."""
-    return mark(any(r is not None and r["document_level"] for r in rs))
-
-
-def table(lines: list[str]) -> str:
-    """The lines, and the legend under them where a figure is marked."""
-    text = "\n".join(lines) + "\n"
-    return text + legend(MARK in text)
+    """``scoring.read_results`` of ``run`` under ``KAZAMA``."""
+    return read_results(KAZAMA / run)
 
 
 def ner() -> str:
@@ -333,28 +317,16 @@ def nbest_pos() -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument(
-        "--readme",
-        type=Path,
-        help="README to update (tagger, nbest_pos, ner, ner_c, ner_seeds, agreement, token_only)",
-    )
-    args = ap.parse_args()
-    sections = (
-        ("tagger", tagger()),
-        ("nbest_pos", nbest_pos()),
-        ("ner", ner()),
-        ("ner_c", ner_c()),
-        ("ner_seeds", ner_seeds()),
-        ("agreement", agreement()),
-        ("token_only", token_only()),
-    )
-    for name, text in sections:
-        print(f"## {name}\n\n{text}")
-        if args.readme:
-            replace_section(args.readme, name, text)
-
-
 if __name__ == "__main__":
-    main()
+    sections.main(
+        __doc__,
+        {
+            "tagger": tagger,
+            "nbest_pos": nbest_pos,
+            "ner": ner,
+            "ner_c": ner_c,
+            "ner_seeds": ner_seeds,
+            "agreement": agreement,
+            "token_only": token_only,
+        },
+    )

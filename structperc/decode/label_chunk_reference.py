@@ -1,4 +1,5 @@
-"""Slow, obviously correct counterparts of ``dp.py``, for tests: Figure 1 as written, brute force.
+"""Slow, obviously correct counterparts of ``label_chunk.py``, for tests: Figure 1 as written,
+brute force.
 
 ``figure1`` follows the pseudo-code of Shimizu & Haas (2006, Figure 1) loop for loop — chunk start
 q outer, length inner, then C, C0, P, P0 — on Python floats, with back-pointers added to recover

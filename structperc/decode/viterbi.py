@@ -29,8 +29,9 @@ block layout.  For a sentence, or many labels (44 POS tags: L times the arithmet
 recursion in NumPy is faster (``_token_steps``).  For many sequences the plain
 recursion wins, run one position at a time for all of them: ``viterbi_steps`` on padded
 potentials of a batch, and ``viterbi_packed`` on the token scores of documents packed
-time-major (``model.batch.packed_order``), which builds no padding at all; ``train.predict``
-decodes with it.  Their steps do not grow with the batch, only the arithmetic of each step does.
+time-major (``model.batch.packed_order``), which builds no padding at all;
+``ChainStructure.predict`` decodes with it.  Their steps do not grow with the batch, only the
+arithmetic of each step does.
 """
 
 from __future__ import annotations

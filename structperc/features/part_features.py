@@ -18,10 +18,11 @@ the part is read at:
     chunk_edge   <C0, C, q-1, q>      (), x_{q-1}, x_q                                read at q
 
 The chunk node's features depend on the span only through its two ends, so they split into a
-half read at the first token and a half read at the last one; the DP (``dp.py``) still takes a
-score for every span.  A feature is a template's value; its weights are one row of the part type's
-table, with a column per tag combination (``weights.py``).  The vocabulary of each part type is a
-``features.extract.Vocabulary`` (count cutoff ``min_count`` on the training sentences).
+half read at the first token and a half read at the last one; the DP (``decode/label_chunk.py``)
+still takes a score for every span.  A feature is a template's value; its weights are one row
+of the part type's table, with a column per tag combination (``model/label_chunk_weights.py``).
+The vocabulary of each part type is a ``features.extract.Vocabulary`` (count cutoff
+``min_count`` on the training sentences).
 
 The same machinery gives the linear-chain baselines their features (``cascade.py``): one group
 whose rows are both node and edge features of ``model.weights.ChainWeights``.

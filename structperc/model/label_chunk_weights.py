@@ -1,7 +1,8 @@
 """Weights of the label-chunk model: one ``EmbeddingBag`` table per part type, no autograd.
 
-A part's score is the sum, over the features of its part type read at its token (``features.py``),
-of one weight per feature and tag combination (C chunk tags, P POS tags):
+A part's score is the sum, over the features of its part type read at its token
+(``features/part_features.py``), of one weight per feature and tag combination (C chunk tags, P POS
+tags):
 
     pos_node     [F, C * P]        column C * P + P
     pos_edge     [F, C * P * P]    column (C * P + P0) * P + P

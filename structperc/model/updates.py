@@ -115,7 +115,7 @@ class Updater:
     """Writes sparse deltas into a model's tables and keeps the sums for exact averaging.
 
     ``record=True`` also keeps every update as (instances completed before it, scaled delta):
-    the voted perceptron's prediction replays them (``structures.candidates.CandidateList.vote``).
+    the voted perceptron's prediction replays them (``structures.voting.VoteState``).
     """
 
     def __init__(self, weights: ChainWeights, average: bool = False, record: bool = False):
