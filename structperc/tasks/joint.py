@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from structperc.data.document import Document
 from structperc.data.label_chunk import CHUNK_TAGS, POS_TAGS, LabelChunk, from_document, to_tags
 from structperc.distributed import SERIAL, Group
 from structperc.features.part_features import PartFeatures
@@ -34,33 +33,23 @@ from structperc.tasks.inputs import corpus_with_test
 from structperc.tasks.pos_np import log_test, paper_name, scores, write_predictions
 from structperc.tasks.registry import task
 from structperc.tasks.report import timed
-from structperc.tasks.training import Evaluation, FitSettings, TrainingRun, history_rows
+from structperc.tasks.training import Evaluation, ModelSettings, TrainingRun, history_rows
 
 log = logging.getLogger(__name__)
 
 TEST_RECORDED = ("pos_accuracy", "np_f1")  # test metrics kept in the per-epoch history
 
 
-@dataclass(frozen=True)
-class JointSettings:
-    """What a joint run needs: the corpus (``train`` and ``test``), the part features and the
-    learner (fitted and trained in place), the training loop's settings, test every
-    ``eval_every`` epochs, the decoding batch, the back-off epochs, whether an O chunk may
-    follow an O chunk (``maximal_outside``: not), the test predictions' file, the run's
-    settings (``hparams``), a checkpoint every epoch and whether to resume from it."""
+@dataclass(frozen=True, kw_only=True)
+class JointSettings(ModelSettings):
+    """What a joint run needs: the common settings (``ModelSettings``; ``corpus`` with ``train``
+    and ``test``, evaluated during training), the part features (fitted in place), the
+    back-off epochs, and whether an O chunk may follow an O chunk (``maximal_outside``: not)."""
 
-    corpus: dict[str, list[Document]]
     features: PartFeatures
-    learner: object
-    fit: FitSettings
-    eval_every: int = 1
     batch_size: int = 32
     backoff_epochs: int = 1
     maximal_outside: bool = True
-    write_predictions: bool = True
-    hparams: dict = field(default_factory=dict)
-    checkpoint: bool = True
-    resume: bool = False
 
 
 def joint_settings(config) -> JointSettings:
@@ -129,17 +118,14 @@ def run_joint(settings: JointSettings, out_dir: Path, group: Group = SERIAL) -> 
         structure.trainable = unlexicalized if on else None
         return {"backoff": on}
 
-    signature = {"pos_tags": list(POS_TAGS), "chunk_tags": list(CHUNK_TAGS)}
-    result = run.fit(
-        learner,
+    result = run.fit_model(
+        s,
         structure,
         updater,
         data["train"],
-        s.fit,
-        evaluation=Evaluation("test", lambda: evaluate_test()[0], TEST_RECORDED, s.eval_every),
+        evaluation=Evaluation("test", lambda: evaluate_test()[0], TEST_RECORDED),
+        signature={"pos_tags": list(POS_TAGS), "chunk_tags": list(CHUNK_TAGS)},
         on_epoch_start=back_off,
-        checkpoint=signature if s.checkpoint else None,
-        resume=s.resume,
     )
     structure.trainable = None
     if not group.is_main:

@@ -39,39 +39,26 @@ from structperc.structures.chain import ChainData
 from structperc.structures.rescoring import DocumentRescoring
 from structperc.tasks.report import chunk_scores
 from structperc.tasks.structure import labeler_structure
-from structperc.tasks.training import Evaluation, FitSettings, TrainingRun, history_rows
+from structperc.tasks.training import Evaluation, ModelSettings, TrainingRun, history_rows
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class LabelerSettings:
-    """What one sequence labeler's run needs (the tagging task's settings).
+@dataclass(frozen=True, kw_only=True)
+class LabelerSettings(ModelSettings):
+    """What one sequence labeler's run needs (the tagging task's settings): the common ones
+    (``ModelSettings``; dev is evaluated during training, else test) and
 
-    corpus: the splits (``train``, and ``dev`` and/or ``test``); features and learner: the
-    local feature pipeline and update rule (fitted and trained in place); fit: the training
-    loop's settings; cache_dir, cache_key: the feature cache (None: none) and what decides the
-    features; eval_every: evaluate dev (else test) every so many epochs (0: never);
-    batch_size: decoding batch; save: write the model; write_predictions: write
-    ``<split>.pred.txt``; hparams: the run's settings for results.json and TensorBoard;
-    checkpoint, resume: keep a checkpoint every epoch, continue from it; doc_features: the
-    non-local features of a rescoring learner (None: the defaults); n_test: candidates rescored
-    at prediction; constraints: the decoder's (``none`` or ``iob2``).
+    features: the local feature pipeline (fitted in place); cache_dir, cache_key: the feature
+    cache (None: none) and what decides the features; save: write the model; doc_features:
+    the non-local features of a rescoring learner (None: the defaults); n_test: candidates
+    rescored at prediction; constraints: the decoder's (``none`` or ``iob2``).
     """
 
-    corpus: dict[str, list[Document]]
     features: LocalFeatures
-    learner: object
-    fit: FitSettings
     cache_dir: str | Path | None = None
     cache_key: dict = field(default_factory=dict)
-    eval_every: int = 1
-    batch_size: int = 64
     save: bool = True
-    write_predictions: bool = True
-    hparams: dict = field(default_factory=dict)
-    checkpoint: bool = True
-    resume: bool = False
     doc_features: NonLocalFeatures | None = None
     n_test: int = 100
     constraints: str = "none"
@@ -146,15 +133,13 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
             out["f1_document"] = sc.f1_document
         return out
 
-    result = run.fit(
-        learner,
+    result = run.fit_model(
+        s,
         structure,
         updater,
         data["train"],
-        s.fit,
-        evaluation=Evaluation(eval_split, evaluate_during_training, (metric,), s.eval_every),
-        checkpoint={"labels": labels} if s.checkpoint else None,
-        resume=s.resume,
+        evaluation=Evaluation(eval_split, evaluate_during_training, (metric,)),
+        signature={"labels": labels},
     )
     if not group.is_main:
         return {}

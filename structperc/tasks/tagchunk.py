@@ -2,9 +2,10 @@
 
 Kazama & Torisawa (2007, Table 5) replace the given POS and chunk columns of CoNLL-2003 by a
 tagger's (TagChunk), and a user's text has no such columns at all: this task trains that
-tagger with structperc's own learners.  Both are first-order chains trained by the tagging task
-(``tasks/tagging.py``) on the training sentences minus the last ``dev_sentences`` (their dev set;
-``dev_sentences=0``: on all of them, the final fit once the settings are chosen on dev):
+tagger with structperc's own learners.  Both are first-order chains, each trained as the
+tagging task trains its labeler (``labeler.train_labeler``), on the training sentences minus the
+last ``dev_sentences`` (their dev set; ``dev_sentences=0``: on all of them, the final fit once
+the settings are chosen on dev):
 
     pos/     the POS tagger: the 45 Penn Treebank tags of the data's POS column, from token
              attributes only (words, affixes, shapes; ``pos_attributes``)

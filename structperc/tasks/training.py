@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
 
 from structperc.checkpoint import Checkpoint
+from structperc.data.document import Document
 from structperc.distributed import SERIAL, Group
 from structperc.model.updates import Updater
 from structperc.monitor import Monitor
@@ -36,11 +37,31 @@ __all__ = [
     "Evaluation",
     "FitResult",
     "FitSettings",
+    "ModelSettings",
     "TrainingRun",
     "history_rows",
 ]
 
 log = logging.getLogger("structperc")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSettings:
+    """What the settings of a task that trains one model hold in common (its frozen dataclass
+    adds its own): the corpus's splits, the learner (trained in place), the training loop's
+    settings (``fit``), evaluate every ``eval_every`` epochs (0: never), the decoding batch,
+    whether to write the predictions, the run's settings for results.json and TensorBoard
+    (``hparams``), a checkpoint after every epoch and whether to resume from it."""
+
+    corpus: dict[str, list[Document]]
+    learner: object
+    fit: FitSettings
+    eval_every: int = 1
+    batch_size: int = 64
+    write_predictions: bool = True
+    hparams: dict = field(default_factory=dict)
+    checkpoint: bool = True
+    resume: bool = False
 
 
 @dataclass(frozen=True)
@@ -114,6 +135,32 @@ class TrainingRun:
         )
         updater.finalize()
         return result
+
+    def fit_model(
+        self,
+        settings: ModelSettings,
+        structure,
+        updater: Updater,
+        data,
+        *,
+        evaluation: Evaluation,
+        signature: dict,
+        on_epoch_start: Callable[[int], dict] | None = None,
+    ) -> FitResult:
+        """``fit`` as ``settings`` say: their learner and training loop, ``evaluation`` every
+        ``settings.eval_every`` epochs, a checkpoint signed ``signature`` (the model's labels)
+        when ``settings.checkpoint``, resumed when ``settings.resume``."""
+        return self.fit(
+            settings.learner,
+            structure,
+            updater,
+            data,
+            settings.fit,
+            evaluation=replace(evaluation, every=settings.eval_every),
+            on_epoch_start=on_epoch_start,
+            checkpoint=signature if settings.checkpoint else None,
+            resume=settings.resume,
+        )
 
     def finish(self, results: dict, final: dict[str, float]) -> dict:
         """Write ``results`` (results.json) and the hyperparameters against the ``final``
