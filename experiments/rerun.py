@@ -42,6 +42,10 @@ IGNORED = (
 )
 # settings added since some runs were made, and their value for what those runs did
 ADDED_OFF = {"features.gazetteers": "[]"}
+# settings renamed since some runs were made: old name -> today's
+RENAMED = {"learner.semiring": "learner.scan"}
+# classes moved since some runs were made: the recorded _target_ -> today's
+MOVED = {"structperc.rerank.boosting.RankBoost": "structperc.learn.boosting.RankBoost"}
 
 
 def flatten(node, prefix: str = "") -> dict:
@@ -59,6 +63,9 @@ def restoring_overrides(run: Path) -> tuple[list[str], list[str], list[str]]:
     overrides = [o for o in yaml.safe_load((run / ".hydra" / "overrides.yaml").read_text()) or []]
     overrides = [o for o in overrides if not o.startswith(("hydra.", "data.dir="))]
     recorded = flatten(yaml.safe_load((run / ".hydra" / "config.yaml").read_text()))
+    recorded = {
+        RENAMED.get(k, k): MOVED.get(v, v) if isinstance(v, str) else v for k, v in recorded.items()
+    }
     with initialize_config_dir(config_dir(), version_base="1.3"):
         cfg = compose("config", overrides=overrides)
     today = flatten(OmegaConf.to_container(cfg, resolve=False))

@@ -41,7 +41,7 @@ RUNS: dict[str, list[str]] = {
     "crf": ["+experiment=conll03_crf", *CONLL03, "trainer.max_epochs=5", "trainer.progress=false"],
     "crf_scaled": [
         "+experiment=conll03_crf",
-        "learner.semiring=scaled",
+        "learner.scan=scaled",
         *CONLL03,
         "trainer.max_epochs=5",
         "trainer.progress=false",

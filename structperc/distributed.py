@@ -11,8 +11,9 @@ distributed code path at all.
 Sharding (``token_balanced_shards``) is the longest-processing-time rule (Graham 1969): instances
 in decreasing size, each to the rank with the fewest tokens so far, ties to the lowest rank; the
 largest shard exceeds the mean by at most one instance.  Each rank's shard keeps the instances'
-order.  The training loop (``train.py``) shuffles a shard with a seed of (seed, epoch, rank), and
-rank 0's seed is the serial run's, so a run on one rank is the serial run.
+order.  An epoch's order (``learn/fitting.py``: ``shard_order``) shuffles a shard with a seed of
+(seed, epoch, rank), and rank 0's seed is the serial run's, so a run on one rank is the serial
+run.
 """
 
 from __future__ import annotations

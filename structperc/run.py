@@ -31,8 +31,8 @@ from omegaconf.errors import MissingMandatoryValue
 from structperc.cli import config_dir, fail_cleanly, full_error, run_entry_point, usage_error
 from structperc.data.loading import resolve_data_dir
 from structperc.distributed import SERIAL, Group
+from structperc.learn.fitting import FitSettings
 from structperc.tasks.registry import Task, lookup
-from structperc.train import FitSettings
 
 log = logging.getLogger("structperc")
 

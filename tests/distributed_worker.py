@@ -19,17 +19,19 @@ import torch.distributed as dist
 from safetensors.torch import save_file
 
 from structperc.checkpoint import Checkpoint
-from structperc.crf.lookup import TransposedIndex
-from structperc.crf.objective import full_objective, make_buckets
+from structperc.crf.buckets import make_buckets
+from structperc.crf.objective import full_objective
+from structperc.crf.sparse import TransposedIndex
 from structperc.data.synthetic import make_corpus
 from structperc.distributed import SERIAL, Group
 from structperc.features.pipeline import LocalFeatures
+from structperc.learn.fitting import FitSettings
 from structperc.learn.margin import MarginPerceptron
 from structperc.learn.perceptron import Perceptron
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import FitSettings, fit, run_epochs
+from structperc.train import fit, run_epochs
 
 
 class Killed(Exception):
@@ -119,8 +121,8 @@ def scenario_mix(group: Group, out: Path) -> None:
 def scenario_crf(group: Group, out: Path) -> None:
     """The CRF objective and gradient at random weights, this rank's shard, summed over ranks."""
     from structperc.crf.learner import CRF
-    from structperc.crf.support import Support
-    from structperc.train import rank_shard
+    from structperc.crf.sparse import Support
+    from structperc.learn.fitting import rank_shard
 
     lf, labels, data = synthetic_task()
     weights = start_weights(lf.num_features, labels, seed=11)
@@ -133,7 +135,8 @@ def scenario_crf(group: Group, out: Path) -> None:
     buckets = make_buckets(
         feats, shard.labels, 2000, with_index=False, num_features=weights.num_features, device="cpu"
     )
-    f, nll, grads, errors = full_objective(CRF(sigma2=10.0), weights, feats, index, buckets, group)
+    crf, structure = CRF(sigma2=10.0).resolved(weights.edges), ChainStructure(weights)
+    f, nll, grads, errors = full_objective(crf, structure, feats, index, buckets, group)
     support = Support.observed(weights, feats, shard.labels, group)  # the union over the shards
     save(
         out,

@@ -95,10 +95,19 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_graph_is_read(graph):
-    assert "structperc.train" in graph["structperc.run"]
+    assert "structperc.train" in graph["structperc.tasks.training"]
     assert "structperc.learn.base" in graph["structperc.train"]
     # a TYPE_CHECKING import is not a runtime edge
-    assert "structperc.crf.learner" not in graph["structperc.crf.objective"]
+    assert "structperc.model.updates" not in graph["structperc.learn.base"]
+
+
+def test_the_fitting_vocabulary_is_a_leaf(graph):
+    """Every learner, online or not, is written against ``learn/fitting.py``, which stands on
+    nothing of the package but the process groups: no learner needs the training loop."""
+    assert graph["structperc.learn.fitting"] <= {"structperc.distributed"}
+    for module, imports in graph.items():
+        if module.startswith(("structperc.learn", "structperc.crf", "structperc.rerank")):
+            assert "structperc.train" not in imports, module
 
 
 def test_no_import_cycles(graph):
@@ -139,8 +148,7 @@ LAYERS = [  # lower layers never import higher ones
     {"structperc.model", "structperc.decode", "structperc.checkpoint"},
     {"structperc.structures"},
     {"structperc.learn"},
-    {"structperc.train"},
-    {"structperc.crf", "structperc.rerank"},
+    {"structperc.train", "structperc.crf", "structperc.rerank"},
     {"structperc.tasks"},
     {"structperc.tagger"},
     {"structperc.run", "structperc.predict"},

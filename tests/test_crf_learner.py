@@ -15,19 +15,26 @@ import torch
 import torch.nn.functional as F
 
 from structperc.checkpoint import Checkpoint
-from structperc.crf.adapter import path_scores
-from structperc.crf.lbfgs import LBFGS
+from structperc.crf.buckets import (
+    length_buckets,
+    make_buckets,
+    pack_documents,
+    packed_batch,
+    packed_groups,
+    row_tokens,
+)
 from structperc.crf.learner import CRF
-from structperc.crf.lookup import TransposedIndex, lookup
-from structperc.crf.objective import full_objective, length_buckets, make_buckets, packed_groups
-from structperc.crf.packing import pack_documents, packed_batch, row_tokens
-from structperc.crf.sgd import ScaledSGD
+from structperc.crf.objective import full_objective
+from structperc.crf.optimization import LBFGS, ScaledSGD
+from structperc.crf.sparse import TransposedIndex, lookup
+from structperc.decode.scores import path_scores
 from structperc.features.extract import FeatureMatrix
+from structperc.learn.fitting import FitSettings
 from structperc.model.batch import make_batch
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights, bag_sums, chain_potentials, offsets_like
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import FitSettings, fit
+from structperc.train import fit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -98,7 +105,8 @@ def objective_of(learner, weights, features, labels, budget=16, packed=False):
         device="cpu",
         packed=packed,
     )
-    return full_objective(learner, weights, features, index, buckets)
+    crf = learner.resolved(weights.edges)  # as CRF.fit does, once
+    return full_objective(crf, ChainStructure(weights), features, index, buckets)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,11 +196,11 @@ def test_length_buckets_respect_the_budget_and_cover_every_document():
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("packed", [False, True], ids=["buckets", "packed"])
 @pytest.mark.parametrize("edges", [True, False])
-@pytest.mark.parametrize("semiring", ["log", "scaled", "sequential", "auto"])
-def test_objective_matches_brute_force(semiring, edges, packed):
+@pytest.mark.parametrize("scan", ["log", "scaled", "sequential", "auto"])
+def test_objective_matches_brute_force(scan, edges, packed):
     features, labels, names = toy_problem(4)
     weights = random_weights(12, names, edges=edges)
-    learner = CRF(sigma2=2.0, semiring=semiring)
+    learner = CRF(sigma2=2.0, scan=scan)
     f, total, _, errors = objective_of(learner, weights, features, labels, packed=packed)
     assert f == pytest.approx(brute_objective(weights, features, labels, 2.0), rel=1e-10)
     assert 0 <= errors <= features.num_tokens
@@ -246,7 +254,7 @@ def test_bucketing_does_not_change_the_objective():
 @pytest.mark.parametrize("edges", [True, False])
 @pytest.mark.parametrize("budget", [1, 12, 1000])
 def test_packing_documents_end_to_end_does_not_change_the_objective(budget, edges):
-    """packing.py: a row's nll is the sum of its documents' (the chain factorises at each
+    """crf/buckets.py: a row's nll is the sum of its documents' (the chain factorises at each
     document's first token), so packed rows give the objective, gradient and errors of
     one-document sequences; with lengths 1 to 12 and rows of 1, 2 or many per bucket."""
     lengths = [1, 12, 3, 1, 7, 5, 2, 9, 4, 1, 6, 11, 2]
@@ -459,7 +467,7 @@ def test_max_iterations_and_max_epochs_bound_each_other():
         ({"optimizer": "adam"}, "optimizer must be 'lbfgs' or 'sgd', got 'adam'"),
         ({"sigma2": 0.0}, "sigma2 must be > 0, got 0.0"),
         ({"dtype": "float16"}, "dtype must be 'float32' or 'float64', got 'float16'"),
-        ({"semiring": "max"}, "unknown semiring 'max'"),
+        ({"scan": "max"}, "unknown scan 'max'"),
     ],
 )
 def test_bad_settings_are_clear_errors(kwargs, message):
@@ -467,13 +475,13 @@ def test_bad_settings_are_clear_errors(kwargs, message):
         _fit(CRF(**kwargs), max_epochs=1)
 
 
-def test_only_the_crf_objective_and_sgd_call_backward():
+def test_only_the_crf_objective_and_optimizers_call_backward():
     callers = [
         p.relative_to(ROOT).as_posix()
         for p in sorted((ROOT / "structperc").rglob("*.py"))
         if ".backward(" in p.read_text()
     ]
-    assert callers == ["structperc/crf/objective.py", "structperc/crf/sgd.py"]
+    assert callers == ["structperc/crf/objective.py", "structperc/crf/optimization.py"]
 
 
 def test_objective_is_finite_for_large_weights():
@@ -503,17 +511,16 @@ def test_sigusr1_stops_after_the_current_iteration():
     assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL  # the handler is restored
 
 
-@pytest.mark.parametrize("semiring", ["log", "scaled", "sequential"])
+@pytest.mark.parametrize("scan", ["log", "scaled", "sequential"])
 @pytest.mark.parametrize(
     "lengths", [[1, 12, 3, 1, 7, 5, 2], [1] * 12, [14]], ids=["mixed", "all-one", "one"]
 )
-def test_transition_nll_equals_nll_of_chain_potentials(lengths, semiring):
-    """crf/transition.py: torch-struct's edges built from node scores and one transition
+def test_transition_nll_equals_nll_of_chain_potentials(lengths, scan):
+    """crf/edges.py: torch-struct's edges built from node scores and one transition
     matrix give the nll and gradients of the [B, T, L, L] potentials route, on plain batches
     and packed rows, with one-token documents and a batch of one-token rows (T = 1)."""
-    from structperc.crf.adapter import nll
-    from structperc.crf.semiring import get_semiring
-    from structperc.crf.transition import transition_log_potentials, transition_nll
+    from structperc.crf.edges import transition_log_potentials, transition_nll
+    from structperc.decode.marginals import nll
 
     features, labels, _ = toy_problem(8, lengths=lengths, L=4)
     gen = torch.Generator().manual_seed(3)
@@ -535,10 +542,9 @@ def test_transition_nll_equals_nll_of_chain_potentials(lengths, semiring):
         y = labels[order]
         node_a, trans_a = node0[order].clone().requires_grad_(), trans0.clone().requires_grad_()
         node_b, trans_b = node0[order].clone().requires_grad_(), trans0.clone().requires_grad_()
-        sr = get_semiring(semiring)
-        got = transition_nll(node_a, trans_a, batch, y, sr)
+        got = transition_nll(node_a, trans_a, batch, y, scan)
         pot = chain_potentials(node_b, trans_b.expand(len(y), 4, 4), batch)
-        want = nll(pot, batch.lengths, batch.pad(y), sr).sum()
+        want = nll(pot, batch.lengths, batch.pad(y), scan).sum()
         assert float(got.detach()) == pytest.approx(float(want.detach()), rel=1e-12)
         got.backward()
         want.backward()
@@ -551,9 +557,9 @@ def test_transition_nll_equals_nll_of_chain_potentials(lengths, semiring):
 
 @pytest.mark.parametrize("edges", [True, False])
 def test_observed_support_is_the_pairs_seen_in_training(edges):
-    """crf/support.py: node pairs (f, y_t) and edge triples (f, y_{t-1}, y_t) of every feature
+    """crf/sparse.py: node pairs (f, y_t) and edge triples (f, y_{t-1}, y_t) of every feature
     occurrence (no triple at a document's first token), against a loop over the tokens."""
-    from structperc.crf.support import Support
+    from structperc.crf.sparse import Support
 
     features, labels, names = toy_problem(9, docs=7, F_=12, L=3)
     weights = ChainWeights(12, names, edges)
@@ -577,7 +583,7 @@ def test_observed_support_is_the_pairs_seen_in_training(edges):
 def test_lbfgs_on_the_observed_support_keeps_the_rest_at_zero(edges):
     """learner.support=observed: the weights outside the support stay exactly 0 (a non-zero
     start is zeroed), the objective falls every iteration, and the problem is learnt."""
-    from structperc.crf.support import Support
+    from structperc.crf.sparse import Support
 
     features, labels, names = toy_problem(7, docs=12, F_=8, L=3, learnable=True)
     weights = random_weights(8, names, edges=edges).float()

@@ -1,26 +1,33 @@
-"""structperc.crf.sequential / row_edges: the forward algorithm as torch-struct's linear chain,
-the edges of packed rows from token scores, ``semiring="auto"``.
+"""The sequential scan (``decode/sequential_scan.py``: the forward algorithm as torch-struct's
+linear chain), the edges of packed rows from token scores (``crf/edges.py``), ``scan="auto"``.
 
-(The brute-force checks of the sequential scan run in test_crf_adapter.py and
-test_crf_learner.py, parametrised over every semiring.)"""
+(The brute-force checks of the sequential scan run in test_decode_marginals.py and
+test_crf_learner.py, parametrised over every scan.)"""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from test_crf_adapter import random_chains
 from test_crf_learner import objective_of, random_weights, toy_problem
+from test_decode_marginals import random_chains
 from torch_struct import LinearChain, LogSemiring
 
-from structperc.crf.adapter import nll
+from structperc.crf.buckets import (
+    make_buckets,
+    pack_documents,
+    packed_batch,
+    packed_groups,
+    row_tokens,
+)
+from structperc.crf.edges import RowLayout, row_nll
 from structperc.crf.learner import CRF
-from structperc.crf.lookup import TransposedIndex
-from structperc.crf.objective import full_objective, make_buckets, packed_groups, resolve_semiring
-from structperc.crf.packing import pack_documents, packed_batch, row_tokens
-from structperc.crf.row_edges import RowLayout, row_nll
-from structperc.crf.sequential import SequentialLinearChain, backward_scan, forward_scan
+from structperc.crf.objective import full_objective
+from structperc.crf.sparse import TransposedIndex
+from structperc.decode.marginals import nll
+from structperc.decode.sequential_scan import SequentialLinearChain, backward_scan, forward_scan
 from structperc.model.batch import make_batch
 from structperc.model.weights import chain_potentials
+from structperc.structures.chain import ChainStructure
 
 
 @pytest.mark.parametrize("full", [True, False], ids=["full", "ragged"])
@@ -76,7 +83,7 @@ def test_underflowing_scale_stays_finite():
     ids=["mixed", "all-one", "one", "short"],
 )
 def test_row_nll_equals_nll_of_chain_potentials(lengths):
-    """crf/row_edges.py: the edges written from token scores give the nll and the gradient of
+    """crf/edges.py: the edges written from token scores give the nll and the gradient of
     the [B, T, L, L] potentials route through torch-struct's LinearChain, on plain batches and
     on packed rows (of 2^k + 1 tokens and of the longest document), with one-token documents."""
     features, labels, _ = toy_problem(8, lengths=lengths, L=4)
@@ -137,8 +144,8 @@ def test_sequential_objective_equals_scaled(edges):
     tree scan's (buckets) within rounding."""
     features, labels, names = toy_problem(6, docs=10)
     weights = random_weights(12, names, edges=edges)
-    f_s, n_s, g_s, e_s = objective_of(CRF(sigma2=2.0, semiring="scaled"), weights, features, labels)
-    seq = CRF(sigma2=2.0, semiring="sequential")
+    f_s, n_s, g_s, e_s = objective_of(CRF(sigma2=2.0, scan="scaled"), weights, features, labels)
+    seq = CRF(sigma2=2.0, scan="sequential")
     index = TransposedIndex.build(features.ids, features.offsets, weights.num_features)
     # packed buckets of 16 tokens (row_nll on gathered copies), and the one bucket of every row
     # that reads the lookup's scores in place (objective.whole_set_loss), evaluated twice: the
@@ -158,36 +165,40 @@ def test_sequential_objective_equals_scaled(edges):
     )
     assert len(several) > 1 and len(one) == 1
     for buckets in (several, one, one):
-        f_q, n_q, g_q, e_q = full_objective(seq, weights, features, index, buckets)
+        f_q, n_q, g_q, e_q = full_objective(seq, ChainStructure(weights), features, index, buckets)
         assert f_q == pytest.approx(f_s, rel=1e-12) and e_q == e_s
         for a, b in zip(g_q, g_s, strict=True):
             torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
     assert (one[0].layout is not None) == edges  # the in-place path ran with edge features
 
 
-def test_auto_semiring():
-    assert CRF().semiring == "auto"
-    assert CRF().resolved(edges=True).semiring == "sequential"
-    assert CRF().resolved(edges=False).semiring == "scaled"
-    assert CRF(optimizer="sgd").resolved(edges=True).semiring == "scaled"
-    assert CRF(semiring="log").resolved(edges=True).semiring == "log"
+def test_auto_scan():
+    assert CRF().scan == "auto"
+    assert CRF().resolved(edges=True).scan == "sequential"
+    assert CRF().resolved(edges=True, device=torch.device("cpu")).scan == "sequential"
+    assert CRF().resolved(edges=False).scan == "scaled"
+    assert CRF(optimizer="sgd").resolved(edges=True).scan == "scaled"
+    assert CRF(scan="log").resolved(edges=True).scan == "log"
+    assert CRF(scan="sequential").resolved(edges=False).scan == "sequential"
     # an accelerator keeps the tree scan (log-depth steps; the sequential scan's are launches)
-    assert CRF().resolved(edges=True, device="cuda").semiring == "scaled"
-    assert resolve_semiring("auto", edges=True, device=torch.device("cpu")) == "sequential"
-    assert resolve_semiring("sequential", edges=False) == "sequential"
-    with pytest.raises(ValueError, match="unknown semiring 'tree'"):
-        CRF(semiring="tree")._validate()
+    assert CRF().resolved(edges=True, device="cuda").scan == "scaled"
+    with pytest.raises(ValueError, match="unknown scan 'tree'"):
+        CRF(scan="tree")._validate()
 
 
 @pytest.mark.parametrize("edges", [True, False])
 def test_lbfgs_training_lays_out_buckets_for_the_resolved_scan(edges):
-    """``LBFGSTraining`` resolves ``semiring="auto"`` itself (a caller need not): with edge
-    features one bucket of rows for the sequential scan, without them the tree scan's buckets."""
-    from structperc.crf.lbfgs import LBFGSTraining
+    """``LBFGSTraining`` lays out the buckets of the scan ``CRF.resolved`` chose: with edge
+    features one bucket of rows for the sequential scan, without them the tree scan's buckets;
+    an unresolved ``scan="auto"`` is refused."""
+    from structperc.crf.optimization import LBFGSTraining
 
     features, labels, names = toy_problem(6, docs=30)
     weights = random_weights(12, names, edges=edges)
-    run = LBFGSTraining(CRF(dp_batch_tokens=16), weights, features, labels, 0, "cpu", False)
+    crf, structure = CRF(dp_batch_tokens=16), ChainStructure(weights)
+    with pytest.raises(ValueError, match="unknown scan 'auto'"):
+        LBFGSTraining(crf, structure, features, labels, 0, "cpu", False)
+    run = LBFGSTraining(crf.resolved(edges), structure, features, labels, 0, "cpu", False)
     if edges:
         assert len(run.buckets) == 1 and len(run.buckets[0].tokens) == features.num_tokens
     else:

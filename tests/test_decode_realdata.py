@@ -13,12 +13,13 @@ from structperc.data.loading import load_corpus
 from structperc.decode.nbest import BEAM_FROM_N, nbest
 from structperc.decode.viterbi import viterbi
 from structperc.features.pipeline import LocalFeatures
+from structperc.learn.fitting import FitSettings
 from structperc.learn.perceptron import Perceptron
 from structperc.model.batch import make_batch
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import FitSettings, fit
+from structperc.train import fit
 
 
 @pytest.fixture(scope="module")

@@ -23,16 +23,17 @@ from distributed_worker import SETTINGS, start_weights, synthetic_task, train_ru
 from hydra_runs import ROOT, write_synthetic_conll2003
 from safetensors.torch import load_file
 
+from structperc.crf.buckets import make_buckets
 from structperc.crf.learner import CRF
-from structperc.crf.lookup import TransposedIndex
-from structperc.crf.objective import full_objective, make_buckets
+from structperc.crf.objective import full_objective
+from structperc.crf.sparse import TransposedIndex
 from structperc.distributed import SERIAL, contiguous_shards, token_balanced_shards
+from structperc.learn.fitting import instance_sizes, shard_order
 from structperc.learn.margin import MarginPerceptron
 from structperc.learn.perceptron import Perceptron
 from structperc.model.updates import Updater
 from structperc.predict import tag_file
 from structperc.structures.chain import ChainStructure
-from structperc.train import instance_sizes, shard_order
 
 WORKER = Path(__file__).with_name("distributed_worker.py")
 
@@ -63,7 +64,7 @@ def test_contiguous_shards_keep_the_order():
 
 
 def test_rank_zero_orders_like_the_serial_run():
-    from structperc.train import epoch_order
+    from structperc.learn.fitting import epoch_order
 
     assert shard_order(30, None, True, 4, 2, 0) == epoch_order(30, True, 4, 2)
     assert shard_order(30, list(range(30)), True, 4, 2, 0) == epoch_order(30, True, 4, 2)
@@ -192,7 +193,8 @@ def test_two_rank_crf_objective_and_gradient_equal_one_rank(two_ranks):
     buckets = make_buckets(
         feats, data.labels, 2000, with_index=False, num_features=weights.num_features, device="cpu"
     )
-    f, nll, grads, errors = full_objective(CRF(sigma2=10.0), weights, feats, index, buckets, SERIAL)
+    crf, structure = CRF(sigma2=10.0).resolved(weights.edges), ChainStructure(weights)
+    f, nll, grads, errors = full_objective(crf, structure, feats, index, buckets, SERIAL)
     for rank in (0, 1):
         got, meta = read(two_ranks, "crf", rank)
         assert meta["f"] == pytest.approx(f, rel=1e-6)
@@ -201,7 +203,7 @@ def test_two_rank_crf_objective_and_gradient_equal_one_rank(two_ranks):
         for i, g in enumerate(grads):  # of weights.dense_tables
             assert float((got[f"grad{i}"] - g).norm() / g.norm()) < 1e-6
     # learner.support=observed: every rank holds the support of the whole training set
-    from structperc.crf.support import Support
+    from structperc.crf.sparse import Support
 
     whole = Support.observed(weights, feats, data.labels)
     for rank in (0, 1):

@@ -16,6 +16,7 @@ from test_train import corpus, dev_f1  # noqa: F401 - the synthetic corpus fixtu
 from structperc import train as train_module
 from structperc.checkpoint import Checkpoint
 from structperc.forking import Child, ChildError, SharedTables, can_fork
+from structperc.learn.fitting import FitSettings
 from structperc.learn.margin import MarginPerceptron
 from structperc.learn.perceptron import Perceptron
 from structperc.model.updates import Updater
@@ -24,7 +25,7 @@ from structperc.monitor import Monitor
 from structperc.run import check_processes
 from structperc.structures.chain import ChainData, ChainStructure
 from structperc.tasks.training import EpochReporter
-from structperc.train import FitSettings, fit
+from structperc.train import fit
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="forked children need Linux")
 

@@ -21,20 +21,22 @@ from test_decode_label_chunk import potentials as label_chunk_potentials
 from test_decode_nbest import chains
 from test_train import corpus  # noqa: F401 - the synthetic corpus fixture
 
+from structperc.crf.buckets import make_buckets
 from structperc.crf.learner import CRF
-from structperc.crf.lookup import TransposedIndex
-from structperc.crf.objective import full_objective, make_buckets
+from structperc.crf.objective import full_objective
+from structperc.crf.sparse import TransposedIndex
 from structperc.decode.label_chunk import LabelChunkPotentials, decode
 from structperc.decode.nbest import BEAM_FROM_N, nbest, two_best
 from structperc.decode.viterbi import viterbi, viterbi_tokens
 from structperc.features.extract import FeatureMatrix
 from structperc.forking import can_fork
+from structperc.learn.fitting import FitSettings
 from structperc.learn.margin import MarginPerceptron
 from structperc.learn.perceptron import Perceptron
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import FitSettings, fit
+from structperc.train import fit
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 CUDA = torch.device("cuda")
@@ -115,7 +117,8 @@ def objective_on(device, weights, features, labels, sigma2=2.0):
         features, labels, 16, with_index=False, num_features=weights.num_features, device=device
     )
     on_device = FeatureMatrix(*(t.to(device) for t in features.tensors().values()))
-    return full_objective(CRF(sigma2=sigma2), weights, on_device, index.to(device), buckets)
+    crf = CRF(sigma2=sigma2).resolved(weights.edges, device)
+    return full_objective(crf, ChainStructure(weights), on_device, index.to(device), buckets)
 
 
 @pytest.mark.parametrize("edges", [True, False])

@@ -16,6 +16,7 @@ from structperc.decode.label_chunk import structure_scores
 from structperc.decode.label_chunk_reference import parts
 from structperc.features.extract import FeatureMatrix
 from structperc.features.part_features import PartFeatures, token_type
+from structperc.learn.fitting import FitSettings
 from structperc.learn.max_margin import MaxMarginPerceptron, max_margin_tau
 from structperc.learn.perceptron import Perceptron
 from structperc.model.batch import make_batch
@@ -28,7 +29,7 @@ from structperc.model.label_chunk_weights import (
 )
 from structperc.model.updates import Updater
 from structperc.structures.label_chunk import LabelChunkStructure, PartData
-from structperc.train import FitSettings, fit
+from structperc.train import fit
 
 SENTS = [
     ("The cat sat on the mat .", "DT NN VBD IN DT NN .", "B I O O B I O"),

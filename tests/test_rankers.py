@@ -10,15 +10,17 @@ import torch
 
 from structperc.data.document import Document
 from structperc.features.extract import FeatureMatrix
+from structperc.learn.boosting import BoostingProblem, BoostingState, RankBoost
+from structperc.learn.fitting import FitSettings
 from structperc.learn.ranking import RankingPerceptron
 from structperc.model.ranker_weights import RankerWeights
 from structperc.model.updates import Updater
-from structperc.rerank import candidates as jackknife
-from structperc.rerank.boosting import BoostingProblem, BoostingState, RankBoost
+from structperc.rerank.candidates import ListSettings
 from structperc.structures.candidates import CandidateList, RankingData
 from structperc.structures.chain import ChainData
 from structperc.structures.voting import VoteState
-from structperc.train import FitSettings, fit
+from structperc.tasks import jackknife
+from structperc.train import fit
 
 
 def toy_lists(seed: int, units: int = 6, G: int = 8, reference: bool = True) -> RankingData:
@@ -117,7 +119,7 @@ def test_boosting_step_is_the_exact_line_minimum_and_lowers_the_loss(seed):
 
 
 def test_boosting_initial_weight_minimises_the_loss_on_base_scores():
-    from structperc.rerank.boosting import initial_base_weight
+    from structperc.learn.boosting import initial_base_weight
 
     d = torch.tensor([1.0, 2.0, -0.5, 0.3])
     w0 = initial_base_weight(d)
@@ -163,7 +165,7 @@ def test_voted_prediction_equals_a_brute_force_vote(seed):
 
 
 def brute_vote_in_order(structure, train, test, epochs) -> list[int]:
-    from structperc.train import epoch_order
+    from structperc.learn.fitting import epoch_order
 
     weights = structure.weights
     updater = Updater(weights)
@@ -197,7 +199,7 @@ def test_jackknife_never_trains_a_first_model_on_its_held_out_fold(monkeypatch, 
 
     real_train = jackknife.train_first_model
     monkeypatch.setattr(jackknife, "train_first_model", spy_train)
-    lists = jackknife.ListSettings(folds=3, n=2, n_test=2)
+    lists = ListSettings(folds=3, n=2, n_test=2)
     from structperc.learn.perceptron import Perceptron
 
     decoded = {}

@@ -8,6 +8,9 @@ same checks then run on each structure:
 * the argmax reaches the best oracle score of the enumeration;
 * ``score`` equals the oracle, and ``delta(y*, y')·w`` equals the oracle's s(y*) − s(y');
 * where the structure has n-best lists, their scores are the enumeration's top n, in order;
+* where it offers "marginals", log Z is the logsumexp of the enumeration's scores, the marginals
+  are the expected parts of a labeling under p(y | x), and the nll is log Z − s(y*), by every
+  scan;
 * ``predict`` over the data set (batched) equals the argmax of each instance alone.
 """
 
@@ -105,6 +108,16 @@ class ChainCase:
 
     def same(self, a, b) -> bool:
         return torch.equal(torch.as_tensor(a), torch.as_tensor(b))
+
+    def parts(self, structure, y) -> torch.Tensor:
+        """The parts of labeling y as ``marginals`` lays them out: [T, L, L] (from, to), the
+        start y_0 in row 0 of t = 0, the pair (y_{t-1}, y_t) at t."""
+        L = structure.num_labels
+        out = torch.zeros(len(y), L, L, dtype=torch.float64)
+        out[0, 0, y[0]] = 1.0
+        for t in range(1, len(y)):
+            out[t, y[t - 1], y[t]] = 1.0
+        return out
 
 
 class TransitionChainCase(ChainCase):
@@ -298,6 +311,7 @@ CASES = [
     CandidateListCase(),
 ]
 NBEST_CASES = [c for c in CASES if c.name not in ("label_chunk", "candidate_list")]
+MARGINAL_CASES = [c for c in CASES if "marginals" in c.build(0)[0].capabilities]
 
 
 def close(a: float, b: float) -> bool:
@@ -355,6 +369,25 @@ def test_nbest_lists_are_the_enumerations_top_n(case, n):
             assert close(float(scores[k]), scored[k])
             assert close(case.local(structure, data, d, paths[k]), scored[k])
         assert bool(torch.isinf(scores[m:]).all()) and bool((paths[m:] == -1).all())
+
+
+@pytest.mark.parametrize("case", MARGINAL_CASES, ids=[c.name for c in MARGINAL_CASES])
+@pytest.mark.parametrize("scan", ["log", "scaled", "sequential"])
+def test_log_partition_marginals_and_nll_equal_the_enumeration(case, scan):
+    structure, data = case.build(5)
+    for d in range(len(data)):
+        batch, gold = structure.instance(data, d, "cpu")
+        ys = case.labelings(structure, data, d)
+        scores = [case.oracle(structure, data, d, y) for y in ys]
+        scores = torch.tensor(scores, dtype=torch.float64)  # [Y]
+        logz = float(torch.logsumexp(scores, 0))
+        probs = (scores - logz).exp()  # p(y | x) of each labeling
+        expected = sum(p * case.parts(structure, y) for p, y in zip(probs, ys, strict=True))
+        assert close(float(structure.log_partition(batch, scan=scan)[0]), logz)
+        got = structure.marginals(batch, scan=scan)[0]
+        torch.testing.assert_close(got, expected, rtol=0, atol=1e-9)
+        nll = float(structure.nll(batch, gold, scan=scan)[0])
+        assert close(nll, logz - case.oracle(structure, data, d, gold))
 
 
 @pytest.mark.parametrize("packed_from", [32, 2], ids=["one-by-one", "packed"])

@@ -11,12 +11,13 @@ from structperc.decode.reference import path_score
 from structperc.decode.viterbi import viterbi
 from structperc.eval import evaluate
 from structperc.features.pipeline import LocalFeatures
+from structperc.learn.fitting import Convergence, FitSettings, epoch_order
 from structperc.learn.perceptron import Perceptron
 from structperc.model.batch import make_batch
 from structperc.model.updates import Updater, path_delta
 from structperc.model.weights import ChainWeights
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import Convergence, FitSettings, epoch_order, fit
+from structperc.train import fit
 
 # ---------------------------------------------------------------- Convergence
 

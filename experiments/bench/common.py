@@ -341,11 +341,12 @@ def train_shared_weights(cfg: dict, epochs: int) -> tuple:
 
     Returns (corpus, features, matrices by split, labels, training label ids, weights)."""
     from structperc.data.tags import encode_labels, label_set
+    from structperc.learn.fitting import FitSettings
     from structperc.learn.perceptron import Perceptron
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights
     from structperc.structures.chain import ChainData, ChainStructure
-    from structperc.train import FitSettings, fit
+    from structperc.train import fit
 
     corpus = load_corpus(cfg)
     feats = make_features(cfg)

@@ -60,7 +60,7 @@ DEFAULTS = {
     "iterations": 5,
     "repeats": 1,
     "sigma2": 100.0,
-    "semiring": "auto",  # learner.semiring's default: sequential with edge features, else scaled
+    "semiring": "auto",  # learner.scan (its default: sequential with edge features, else scaled)
     "dtype": "float64",
     "support": "all",  # learner.support: all | observed (CRFsuite's (attribute, label) pairs)
     "crfsuite_full": False,
@@ -71,10 +71,11 @@ QUICK = {**DEFAULTS, "iterations": 3}
 def worker_structperc(cfg: dict, edges: bool = True) -> dict:
     from structperc.crf.learner import CRF
     from structperc.data.tags import encode_labels
+    from structperc.learn.fitting import FitSettings
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights
     from structperc.structures.chain import ChainData, ChainStructure
-    from structperc.train import FitSettings, fit
+    from structperc.train import fit
 
     setup_threads(cfg["threads"])
     corpus = load_corpus(cfg, ("train", "test"))
@@ -89,7 +90,7 @@ def worker_structperc(cfg: dict, edges: bool = True) -> dict:
     learner = CRF(
         sigma2=cfg["sigma2"],
         tol=0.0,
-        semiring=cfg["semiring"],
+        scan=cfg["semiring"],
         dtype=cfg["dtype"],
         support=cfg.get("support", "all"),
     )
@@ -111,7 +112,7 @@ def worker_structperc(cfg: dict, edges: bool = True) -> dict:
     out["setup_s"] = out["train_total_s"] - sum(out["iteration_s_all"])
     out["parameters"] = sum(t.numel() for t in weights.tables().values())
     if learner.support == "observed":  # the weights that move (the rest stays 0)
-        from structperc.crf.support import Support
+        from structperc.crf.sparse import Support
 
         support = Support.observed(weights, mats["train"], y)
         out["parameters"] = support.size
@@ -335,9 +336,9 @@ SUPPORT_TEXT = {
 
 
 SCAN_TEXT = {
-    "auto": "`semiring=auto`: the edge-feature column runs the sequential scan (the forward "
+    "auto": "`scan=auto`: the edge-feature column runs the sequential scan (the forward "
     "algorithm, O(N L²) like CRFsuite's recursion, over one bucket of every row, "
-    "`crf/sequential.py`), the `edges=false` column torch-struct's O(N L³) tree scan in "
+    "`decode/sequential_scan.py`), the `edges=false` column torch-struct's O(N L³) tree scan in "
     "buckets (its lower peak memory).",
     "sequential": "Both structperc columns run the sequential scan (O(N L²), like CRFsuite).",
     "scaled": "Both structperc columns run torch-struct's O(N L³) tree scan where CRFsuite runs "

@@ -154,11 +154,12 @@ def crf_rows(cfg: dict) -> list[dict]:
 
 
 def perceptron_rows(features, mats, y, labels, epochs: int) -> list[dict]:
+    from structperc.learn.fitting import FitSettings
     from structperc.learn.perceptron import Perceptron
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights
     from structperc.structures.chain import ChainData, ChainStructure
-    from structperc.train import FitSettings, fit
+    from structperc.train import fit
 
     rows = []
     for device in ("cpu", ACCEL):

@@ -87,11 +87,12 @@ def worker_structperc(cfg: dict) -> dict:
     from structperc.data.tags import encode_labels, label_set
     from structperc.decode.viterbi import blocked_scan_pays
     from structperc.features.extract import FeatureMatrix
+    from structperc.learn.fitting import FitSettings
     from structperc.learn.perceptron import Perceptron
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights
     from structperc.structures.chain import ChainData, ChainStructure
-    from structperc.train import FitSettings, fit
+    from structperc.train import fit
 
     setup_threads(cfg["threads"])
     corpus = load_corpus(cfg)

@@ -18,7 +18,7 @@ of the model every bench section starts from: the averaged perceptron of
   shared model and non-local ones from zero, without BPM (as ``proposed_bench.py``).  A first
   epoch (not measured) caches the batches and the documents' non-local indexes.
 * ``crf``: one L-BFGS iteration of ``conf/learner/crf.yaml`` (sigma^2 = 100, its default
-  ``semiring=auto``: the sequential scan with edge features, the tree scan without; float64
+  ``scan=auto``: the sequential scan with edge features, the tree scan without; float64
   DP) from zero weights: ``LBFGSTraining.iteration``, the loop body of ``CRF.fit``.
   Iteration 1 (its line search tries several steps) is not measured; the measured one is
   iteration 2.
@@ -369,20 +369,20 @@ def proposed_targets() -> list[tuple[str, object, str]]:
 def crf_targets() -> list[tuple[str, object, str]]:
     import torch
 
-    import structperc.crf.adapter as adapter_mod
-    import structperc.crf.lbfgs as lbfgs_mod
+    import structperc.crf.edges as edges_mod
     import structperc.crf.objective as objective_mod
-    import structperc.crf.semiring as semiring_mod
-    import structperc.crf.sequential as sequential_mod
-    import structperc.crf.transition as transition_mod
-    from structperc.crf.chain import ScaledLinearChain
-    from structperc.crf.lbfgs import LBFGS
-    from structperc.crf.lookup import _Lookup
-    from structperc.crf.row_edges import RowEdges
+    import structperc.crf.optimization as optimization_mod
+    import structperc.decode.marginals as marginals_mod
+    import structperc.decode.scaled_scan as scaled_mod
+    import structperc.decode.sequential_scan as sequential_mod
+    from structperc.crf.edges import RowEdges
+    from structperc.crf.optimization import LBFGS
+    from structperc.crf.sparse import _Lookup
+    from structperc.decode.scaled_scan import ScaledLinearChain
 
     vector = "L-BFGS: other vector ops (two-loop -g and scaling, s = t d, y = g' - g)"
     layout = "DP: torch-struct layout (to_log_potentials; edges=false: transition_log_potentials)"
-    gold = "DP: gold path scores (path_scores; edges=false: transition.gold_scores)"
+    gold = "DP: gold path scores (path_scores; edges=false: edges.gold_scores)"
     return [
         (
             "lookup: S = X W, embedding_bag forward (joint node + edge table; edges=false: node)",
@@ -391,27 +391,27 @@ def crf_targets() -> list[tuple[str, object, str]]:
         ),
         ("gradient: X^T dS, transposed embedding_bag (_Lookup.backward)", _Lookup, "backward"),
         ("DP: potentials from token scores (chain_potentials)", objective_mod, "chain_potentials"),
-        (layout, adapter_mod, "to_log_potentials"),
+        (layout, marginals_mod, "to_log_potentials"),
         ("DP forward: the scan (ScaledLinearChain)", ScaledLinearChain, "logpartition"),
-        ("DP forward: pair products (semiring.scaled_product)", semiring_mod, "scaled_product"),
+        ("DP forward: pair products (scaled_scan.scaled_product)", scaled_mod, "scaled_product"),
         ("DP: edges of packed rows from token scores (RowEdges.forward)", RowEdges, "forward"),
         ("DP forward: the sequential scan (forward_scan)", sequential_mod, "forward_scan"),
         ("DP backward: the sequential scan (backward_scan)", sequential_mod, "backward_scan"),
         ("DP backward: marginals back to the tokens (RowEdges.backward)", RowEdges, "backward"),
         ("DP backward: autograd of the sequential path (autograd.grad)", torch.autograd, "grad"),
-        (layout, transition_mod, "transition_log_potentials"),
-        (gold, adapter_mod, "path_scores"),
-        (gold, transition_mod, "gold_scores"),
+        (layout, edges_mod, "transition_log_potentials"),
+        (gold, marginals_mod, "path_scores"),
+        (gold, edges_mod, "gold_scores"),
         ("DP: rest of bucket_loss/nll/log_partition", objective_mod, "bucket_loss"),
         ("DP backward: autograd through the scan (loss.backward)", torch.Tensor, "backward"),
         ("posterior errors (argmax of marginals)", objective_mod, "posterior_errors"),
         (
             "objective glue: score cat, per-bucket gather/scatter, prior, grad accumulation",
-            lbfgs_mod,
+            optimization_mod,
             "full_objective",
         ),
-        ("L-BFGS: inner products (dot)", lbfgs_mod, "dot"),
-        ("L-BFGS: axpy updates (y += a x)", lbfgs_mod, "axpy_"),
+        ("L-BFGS: inner products (dot)", optimization_mod, "dot"),
+        ("L-BFGS: axpy updates (y += a x)", optimization_mod, "axpy_"),
         (vector, LBFGS, "direction"),
         (vector, LBFGS, "step"),
     ]
@@ -449,7 +449,8 @@ def restore_tables(updater, state: dict) -> None:
 
 def run_online(cfg: dict, learner, structure, updater, data, targets, rest: str) -> dict:
     """Epoch 1 (warm-up), then one epoch per mode, each from the state after epoch 1."""
-    from structperc.train import FitSettings, fit
+    from structperc.learn.fitting import FitSettings
+    from structperc.train import fit
 
     rec = Recorder(targets, rest, cfg["top"])
     state: dict = {}
@@ -565,9 +566,10 @@ def worker_crf(cfg: dict, edges: bool = True) -> dict:
 
     import torch
 
-    from structperc.crf.lbfgs import LBFGSTraining
+    from structperc.crf.optimization import LBFGSTraining
     from structperc.data.tags import encode_labels
     from structperc.model.weights import ChainWeights
+    from structperc.structures.chain import ChainStructure
 
     setup_threads(cfg["threads"])
     corpus = load_corpus(cfg, ("train",))
@@ -581,7 +583,8 @@ def worker_crf(cfg: dict, edges: bool = True) -> dict:
     weights = ChainWeights(num_features, labels, edges=edges)
     y = encode_labels(corpus["train"], labels)
     t0 = time.perf_counter()
-    run = LBFGSTraining(learner, weights, mats["train"], y, 0, "cpu", False)
+    learner = learner.resolved(edges)  # as CRF.fit does
+    run = LBFGSTraining(learner, ChainStructure(weights), mats["train"], y, 0, "cpu", False)
     setup_s = time.perf_counter() - t0
     log(f"crf: setup (X^T, {len(run.buckets)} DP buckets) {setup_s:.1f} s")
     t0 = time.perf_counter()
@@ -637,7 +640,7 @@ def worker_crf(cfg: dict, edges: bool = True) -> dict:
         "parameters": sum(w.numel() for w in tables),
         "learner": {
             k: getattr(learner, k)
-            for k in ("sigma2", "semiring", "dtype", "history", "dp_batch_tokens")
+            for k in ("sigma2", "scan", "dtype", "history", "dp_batch_tokens")
         },
         "peak_rss_mb": max_rss_mb(),
     }

@@ -29,10 +29,11 @@ def render_workload(name: str, w: dict) -> list[str]:
     crf = name.startswith("crf")
     unit = "iteration" if crf else "epoch"
     if crf:
+        scan = w["learner"].get("scan") or w["learner"]["semiring"]  # recorded as "semiring" before
         what = (
             f"L-BFGS iteration 2 from zero weights ({w['documents']:,} documents, "
             f"{w['tokens']:,} tokens, {w['dp_buckets']} DP buckets, {w['parameters']:,} "
-            f"weights; `conf/learner/crf.yaml`: {w['learner']['semiring']} semiring, "
+            f"weights; `conf/learner/crf.yaml`: {scan} scan, "
             f"{w['learner']['dtype']}, history {w['learner']['history']}); "
             f"{plain['evaluations']} objective evaluation(s) in it. Setup (X^T, buckets) "
             f"{w['setup_s']:.1f} s and iteration 1 ({w['warmup']['evaluations']} evaluations, "

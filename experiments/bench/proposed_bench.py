@@ -74,10 +74,11 @@ def configured():
 def worker_proposed(cfg: dict) -> dict:
     from structperc.data.tags import encode_labels
     from structperc.features.document import NonLocalFeatures
+    from structperc.learn.fitting import FitSettings
     from structperc.model.updates import Updater
     from structperc.structures.chain import ChainData
     from structperc.structures.rescoring import DocumentRescoring
-    from structperc.train import FitSettings, fit
+    from structperc.train import fit
 
     setup_threads(cfg["threads"])
     corpus = load_corpus(cfg, ("train", "test"))

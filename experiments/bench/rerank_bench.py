@@ -163,7 +163,8 @@ def epochs_out(result, cpu_marks: list[float], prefix: str) -> dict:
 def timed_fit(learner, structure, updater, data, epochs: int):
     """``structperc.train.fit`` for ``epochs`` epochs (shuffled, seed 0), and the CPU time at
     its start and after every epoch."""
-    from structperc.train import FitSettings, fit
+    from structperc.learn.fitting import FitSettings
+    from structperc.train import fit
 
     marks = [time.process_time()]
     result = fit(
@@ -362,10 +363,11 @@ def voted_perceptron(cfg: dict, num_global: int, train, test, f1) -> dict:
 def boosting(cfg: dict, num_global: int, train, test, f1) -> dict:
     """``boost_rounds`` rounds of Collins's boosting (Figure 2): the rounds' seconds (from its
     reports) apart from its setup (pairs, index arrays, w_0)."""
+    from structperc.learn.fitting import FitSettings
     from structperc.model.ranker_weights import RankerWeights
     from structperc.model.updates import Updater
     from structperc.structures.candidates import CandidateList
-    from structperc.train import FitSettings, fit
+    from structperc.train import fit
 
     learner = ranker("boost", rounds=cfg["boost_rounds"], report_every=cfg["boost_report_every"])
     weights = RankerWeights(num_global)

@@ -356,7 +356,7 @@ def speed() -> str:
     later = HERE / "speed_crf_sequential.json"
     runs = [(s, "")]
     if later.is_file():
-        runs.append((json.loads(later.read_text()), ", sequential scan (`semiring=auto`)"))
+        runs.append((json.loads(later.read_text()), ", sequential scan (`scan=auto`)"))
     for result, suffix in runs:
         for fam, row in result["families"].items():
             rounds = ", ".join(f"{r['speedup']:.2f}" for r in row["rounds"])

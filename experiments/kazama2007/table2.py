@@ -97,7 +97,8 @@ CONVERGE = [
     # the same with the packed DP and the other CRF changes of issue 16 (equal objective and
     # gradient within rounding; L-BFGS's path differs after a few dozen iterations)
     ("CRF, σ² = 13, packed DP (issue 16)", "converge/crf_sigma2_13_packed", 91.10, 86.26),
-    # and with ScaledLinearChain (crf/chain.py): the same objective at every iteration, 4x faster
+    # and with ScaledLinearChain (decode/scaled_scan.py): the same objective at every iteration,
+    # 4x faster
     ("CRF, σ² = 13, ScaledLinearChain (issue 16)", "converge/crf_sigma2_13_chain", 91.10, 86.26),
     # and with the joint node | edge table (model/weights.py): the same gradient to the bit, the
     # prior's float32 dot over one vector instead of two (the objective moves ~1e-5 relative)
@@ -107,8 +108,9 @@ CONVERGE = [
         91.10,
         86.26,
     ),
-    # and with the sequential scan (crf/sequential.py, learner.semiring=auto): the same objective
-    # and gradient within rounding (the sums run in another order), so another L-BFGS path
+    # and with the sequential scan (decode/sequential_scan.py, learner.scan=auto): the same
+    # objective and gradient within rounding (the sums run in another order), so another L-BFGS
+    # path
     ("CRF, σ² = 13, sequential scan (issue 16)", "converge/crf_sigma2_13_sequential", 91.10, 86.26),
     ("CRF, σ² = 25", "converge/crf_sigma2_25", 91.10, 86.26),
     ("CRF, σ² = 50", "converge/crf_sigma2_50", 91.10, 86.26),

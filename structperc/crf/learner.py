@@ -2,16 +2,19 @@
 
 The CRF (Lafferty et al. 2001) shares the perceptrons' model and structure
 (``structures/chain.py``: node and edge ``EmbeddingBag`` tables W, token scores S = X W); it
-requires the structure's "marginals", which torch-struct provides (``adapter.py``).  The objective
-and its gradient are in ``objective.py``; it and ``sgd.py`` are the only modules of structperc
-that run autograd's backward pass.  Kazama & Torisawa's (2007) CRF baseline: Table 2, sigma^2 = 100
+requires the structure's "marginals" (``ChainStructure.nll``: log Z by torch-struct's scans,
+``decode/marginals.py``) and trains the structure's tables.  The objective and its gradient are
+in ``objective.py``; with ``optimization.py`` it is the only code of structperc that runs
+autograd's backward pass.  Kazama & Torisawa's (2007) CRF baseline: Table 2, sigma^2 = 100
 chosen on dev.
 
 Two optimizers (``optimizer=``):
 
-* ``"lbfgs"``: full-batch L-BFGS (``lbfgs.py``), one iteration per "epoch" — Kazama &
+* ``"lbfgs"``: full-batch L-BFGS (``optimization.py``), one iteration per "epoch" — Kazama &
   Torisawa's setting (CRF++ with an L-BFGS module).
-* ``"sgd"``: mini-batch SGD with sparse updates and the lazy prior (``sgd.py``).
+* ``"sgd"``: mini-batch SGD with sparse updates and the lazy prior (``optimization.py``).
+
+How the DP scans (``scan``) is chosen once, when ``fit`` starts (``resolved``).
 
 On several ranks (``distributed.Group``) each rank holds a token-balanced shard of the documents;
 the objective and gradient are sums over documents, so one all-reduce of the shards' sums gives
@@ -29,15 +32,12 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from structperc.crf.lbfgs import LBFGSTraining
-from structperc.crf.objective import resolve_semiring
-from structperc.crf.optimization import StopRequest
-from structperc.crf.semiring import get_semiring
-from structperc.crf.sgd import SGDTraining
+from structperc.crf.optimization import LBFGSTraining, SGDTraining, StopRequest
+from structperc.decode.marginals import SCANS
 from structperc.distributed import SERIAL, Group
 from structperc.learn.base import Learner
+from structperc.learn.fitting import FitResult, FitSettings, rank_shard
 from structperc.model.updates import Updater
-from structperc.train import FitResult, FitSettings, rank_shard
 
 
 @dataclass
@@ -54,19 +54,17 @@ class CRF(Learner):
         lr: SGD initial learning rate eta_0.
         batch_tokens: SGD mini-batch size in padded tokens (B * longest document).
         dp_batch_tokens: L-BFGS bucket size for the DP, in padded tokens.
-        pack: L-BFGS packs documents end to end into rows of 2^k + 1 tokens (``packing.py``:
+        pack: L-BFGS packs documents end to end into rows of 2^k + 1 tokens (``buckets.py``:
             the same objective and gradient within rounding, without torch-struct's padding to
             powers of two); False: buckets of documents of similar length.
         support: ``"all"``: every (feature, label) weight; ``"observed"`` (L-BFGS only): the
-            pairs seen in training, the others fixed at 0 (CRFsuite's model; ``support.py``).
-        semiring: how the DP scans: ``"scaled"`` (``ScaledLogSemiring``: torch-struct's binary
-            tree with BLAS products, buckets of ``dp_batch_tokens``), ``"sequential"``
-            (``sequential.SequentialLinearChain``: the forward algorithm over one bucket of every
-            row, L^2 work a position; with edge features the edges come straight from the token
-            scores, ``row_edges.py``), ``"log"`` (torch-struct's own), or ``"auto"``: sequential
-            for L-BFGS with edge features on a CPU, scaled otherwise (``resolved``: its small
-            buckets keep the peak memory of ``features.edges=false`` low, and its log-depth
-            steps suit an accelerator).
+            pairs seen in training, the others fixed at 0 (CRFsuite's model; ``sparse.py``).
+        scan: how the DP computes log Z and the marginals (``decode/marginals.py``):
+            ``"scaled"`` (torch-struct's binary tree with BLAS products, buckets of
+            ``dp_batch_tokens``), ``"sequential"`` (the forward algorithm over one bucket of
+            every row, L^2 work a position; with edge features the edges come straight from the
+            token scores, ``edges.py``), ``"log"`` (torch-struct's own), or ``"auto"``:
+            sequential for L-BFGS with edge features on a CPU, scaled otherwise (``resolved``).
         dtype: floating type of the DP (``"float64"``: exact log Z over 1,000-token documents).
 
     Cost of one L-BFGS iteration: ~1 evaluation = 2 lookups + 2 transposed lookups over all
@@ -89,7 +87,7 @@ class CRF(Learner):
     dp_batch_tokens: int = 8000
     pack: bool = True
     support: str = "all"
-    semiring: str = "auto"
+    scan: str = "auto"
     dtype: str = "float64"
 
     def _validate(self) -> None:
@@ -103,15 +101,21 @@ class CRF(Learner):
             raise ValueError("learner.support=observed needs learner.optimizer=lbfgs")
         if self.dtype not in ("float32", "float64"):
             raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
-        if self.semiring != "auto":
-            get_semiring(self.semiring)
+        if self.scan not in ("auto", *SCANS):
+            raise ValueError(f"unknown scan {self.scan!r}; choose one of {['auto', *SCANS]}")
 
     def resolved(self, edges: bool, device: str | torch.device = "cpu") -> CRF:
-        """This learner with ``semiring="auto"`` made concrete for a model with (``edges``) or
+        """This learner with ``scan="auto"`` made concrete for a model with (``edges``) or
         without edge features on ``device``: ``"sequential"`` for L-BFGS with edge features on
-        a CPU, else ``"scaled"`` (``objective.resolve_semiring``)."""
-        semiring = resolve_semiring(self.semiring, edges, self.optimizer, device)
-        return replace(self, semiring=semiring)
+        a CPU (one bucket of every row: its steps are the row length), else ``"scaled"``:
+        buckets of ``dp_batch_tokens`` (the lower peak memory of ``features.edges=false``), and
+        on an accelerator the tree scan's log-depth steps (measured on an H100,
+        ``experiments/bench/gpu/``) where the sequential scan's steps are launches."""
+        if self.scan != "auto":
+            return self
+        cpu = torch.device(device).type == "cpu"
+        sequential = edges and self.optimizer == "lbfgs" and cpu
+        return replace(self, scan="sequential" if sequential else "scaled")
 
     def fit(
         self,
@@ -123,7 +127,8 @@ class CRF(Learner):
         group: Group | None = None,
         past: list | None = None,
     ) -> FitResult:
-        """Train ``updater.weights`` in place on the documents of ``data`` (``ChainData``).
+        """Train ``structure.weights`` (``updater.weights``) in place on the documents of ``data``
+        (``ChainData``), through the structure's likelihood.
 
         Returns a ``FitResult`` whose epochs are L-BFGS iterations (or SGD epochs); each
         ``EpochLog`` carries ``extra = {"objective", "nll", ...}``.  Of ``settings`` it reads
@@ -149,8 +154,8 @@ class CRF(Learner):
         optimization = LBFGSTraining if self.optimizer == "lbfgs" else SGDTraining
         with StopRequest() as stop:
             run = optimization(
-                self.resolved(updater.weights.edges, settings.device),
-                updater.weights,
+                self.resolved(structure.weights.edges, settings.device),
+                structure,
                 data.features,
                 data.labels,
                 settings.seed,

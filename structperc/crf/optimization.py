@@ -1,9 +1,48 @@
-"""The iteration loop that CRF training shares between its optimizers (L-BFGS, SGD).
+"""The CRF's two optimisers, full-batch L-BFGS and mini-batch SGD, and the loop they share.
 
-``Optimization.fit`` logs each L-BFGS iteration or SGD epoch as an ``EpochLog`` and applies the
-stopping rules of CRF++: the relative change of the objective, |f_k - f_{k-1}| / f_k, stays below
-``tol`` for ``patience`` consecutive iterations; or L-BFGS makes no progress; or SIGUSR1 asks it
-to stop (``StopRequest``); or the iteration limit is reached.
+**The loop** (``Optimization.fit``).  Each L-BFGS iteration or SGD epoch is logged as an
+``EpochLog`` under the stopping rules of CRF++: the relative change of the objective,
+|f_k - f_{k-1}| / f_k, stays below ``tol`` for ``patience`` consecutive iterations; or L-BFGS
+makes no progress; or SIGUSR1 asks it to stop (``StopRequest``); or the iteration limit is
+reached.
+
+**L-BFGS** (Nocedal 1980; Liu & Nocedal 1989), the optimizer of CRF training since Sha &
+Pereira (2003) and in CRF++ / CRFsuite: with the last m pairs s_k = x_{k+1} - x_k,
+y_k = g_{k+1} - g_k, the two-loop recursion gives the direction d = -H g, H the L-BFGS
+inverse-Hessian estimate with H_0 = (s.y / y.y) I.  The step t along d is found by backtracking
+from t = 1 (the first iteration tries t = 1 / ||g||) until the Armijo condition
+f(x + t d) <= f(x) + c1 t g.d holds, shrinking t by safeguarded quadratic interpolation.  The
+CRF objective is strictly convex (the Gaussian prior), so s.y > 0 and backtracking suffices; a
+pair with s.y <= 0 (rounding) is skipped.  The parameters are updated in place (they can be the
+``EmbeddingBag`` tables themselves).  Memory: 2 m + 2 copies of the parameters (history,
+direction, gradient).  Each iteration costs the line search's evaluations (usually 1) and about
+4 m inner products and 2 m updates over the parameters.  ``torch.optim.LBFGS`` is not used
+because it re-evaluates the objective at the start of every ``step()``, so stepping one
+iteration at a time (to log and test convergence per iteration) would cost an extra full pass
+per iteration.
+
+``LBFGSTraining`` is the CRF's full-batch training (``learner.optimizer=lbfgs``, Kazama &
+Torisawa's setting: CRF++ with an L-BFGS module): one iteration per "epoch", each evaluation one
+lookup pass over all training tokens, the DP over buckets of documents (``dp_batch_tokens``
+padded tokens each, or one bucket of every row for the sequential scan), one transposed lookup
+for the gradient.
+
+**SGD with a lazy prior.**  The objective f(w) = sum_d l_d(w) + ||w||^2 / (2 sigma^2) over N
+documents is split evenly: f = sum_d f_d with f_d(w) = l_d(w) + (lambda / 2) ||w||^2,
+lambda = 1 / (sigma^2 N).  A step on a mini-batch S of documents is
+
+    w <- (1 - eta lambda |S|) w - eta sum_{d in S} grad l_d(w),
+
+whose first part touches every weight.  Keeping w = a v (Shalev-Shwartz et al. 2007; Bottou
+2010; CRFsuite's ``l2sgd``) makes it O(1): a <- a (1 - eta lambda |S|), and the loss gradient,
+non-zero only on the features of S, goes into v: v <- v - eta g / a_new.  Gradients arrive
+sparse (coalesced COO rows from ``lookup``) and are added with ``index_add_``.  The learning
+rate decays as eta_t = eta_0 / (1 + eta_0 lambda t), t the number of documents seen (CRFsuite:
+1 / (lambda (t_0 + t)) with t_0 = 1 / (lambda eta_0)).  When a gets small the scale is folded
+into v (``fold``); callers fold before reading the weights.
+
+``SGDTraining`` is the CRF's mini-batch training (``learner.optimizer=sgd``): mini-batches are
+length-sorted groups of ``batch_tokens`` padded tokens, visited in a shuffled order each epoch.
 """
 
 from __future__ import annotations
@@ -12,15 +51,34 @@ import logging
 import math
 import signal
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from structperc.crf.objective import Bucket, CRFSettings, features_cpu, make_buckets
+import torch
+from torch import Tensor
+
+from structperc.crf.buckets import Bucket, make_buckets
+from structperc.crf.objective import (
+    CRFSettings,
+    bucket_loss,
+    dtype_of,
+    features_cpu,
+    full_objective,
+    posterior_errors,
+)
+from structperc.crf.sparse import Support, TransposedIndex, lookup
+from structperc.decode.marginals import check_scan
 from structperc.distributed import SERIAL, Group
-from structperc.model.weights import ChainWeights
+from structperc.features.extract import FeatureMatrix
+from structperc.learn.fitting import Convergence, EpochLog, FitResult, epoch_order
 from structperc.progress import bar
-from structperc.train import Convergence, EpochLog, FitResult
+from structperc.structures.chain import ChainStructure
 
 log = logging.getLogger(__name__)
+
+#: evaluates the objective at the current parameters: (value, gradient per parameter)
+Objective = Callable[[], tuple[float, list[Tensor]]]
 
 
 class StopRequest:
@@ -82,7 +140,7 @@ class Optimization:
     def __init__(
         self,
         learner: CRFSettings,
-        weights: ChainWeights,
+        structure: ChainStructure,
         features,
         labels,
         seed,
@@ -91,7 +149,8 @@ class Optimization:
         group: Group = SERIAL,
     ):
         self.t_start = time.perf_counter()
-        self.learner, self.weights = learner, weights
+        check_scan(learner.scan)  # resolved by ``CRF.resolved``
+        self.learner, self.structure, self.weights = learner, structure, structure.weights
         self.features, self.labels = features, labels
         self.seed, self.device, self.progress = seed, device, progress
         self.group = group  # the ranks whose shards (``features``) make up the training set
@@ -169,3 +228,305 @@ class Optimization:
                 stopped_by = "interrupted"
                 break
         return FitResult(k, stopped_by, time.perf_counter() - self.t_start, history)
+
+
+def dot(a: list[Tensor], b: list[Tensor]) -> float:
+    """Inner product of two tensor lists."""
+    return float(sum(torch.dot(x.reshape(-1), y.reshape(-1)) for x, y in zip(a, b, strict=True)))
+
+
+def axpy_(alpha: float, x: list[Tensor], y: list[Tensor]) -> None:
+    """y += alpha * x, in place."""
+    for xi, yi in zip(x, y, strict=True):
+        yi.add_(xi, alpha=alpha)
+
+
+@dataclass
+class LBFGSInfo:
+    """One iteration: the objective after it, the accepted step, and the evaluations it took."""
+
+    loss: float
+    step: float
+    evaluations: int
+    grad_norm: float
+    accepted: bool = True
+
+
+class LBFGS:
+    """L-BFGS with backtracking (Armijo) line search; ``step(objective)`` runs one iteration.
+
+    Args:
+        params: tensors optimised in place.
+        history: m, the number of (s, y) pairs kept.
+        c1: sufficient-decrease constant of the Armijo condition.
+        max_linesearch: evaluations allowed per line search before giving up.
+    """
+
+    def __init__(
+        self,
+        params: list[Tensor],
+        history: int = 6,
+        c1: float = 1e-4,
+        max_linesearch: int = 20,
+    ):
+        self.params = params
+        self.history = history
+        self.c1 = c1
+        self.max_linesearch = max_linesearch
+        self.pairs: deque[tuple[list[Tensor], list[Tensor], float]] = deque(maxlen=history)
+        self.loss: float | None = None
+        self.grad: list[Tensor] | None = None
+
+    def direction(self, grad: list[Tensor]) -> list[Tensor]:
+        """d = -H g by the two-loop recursion (Nocedal & Wright 2006, Algorithm 7.4)."""
+        q = [-g for g in grad]
+        alphas = []
+        for s, y, rho in reversed(self.pairs):
+            a = rho * dot(s, q)
+            axpy_(-a, y, q)
+            alphas.append(a)
+        if self.pairs:
+            s, y, _ = self.pairs[-1]
+            gamma = dot(s, y) / dot(y, y)
+            for qi in q:
+                qi.mul_(gamma)
+        for (s, y, rho), a in zip(self.pairs, reversed(alphas), strict=True):
+            b = rho * dot(y, q)
+            axpy_(a - b, s, q)
+        return q
+
+    def step(self, objective: Objective) -> LBFGSInfo:
+        """One iteration: direction, line search, history update.  Parameters move in place.
+
+        If no step along the direction decreases the objective enough (rounding at the optimum),
+        the parameters stay put and the result has ``accepted=False``.
+        """
+        evaluations = 0
+        if self.grad is None:
+            self.loss, self.grad = objective()
+            evaluations += 1
+        f, g = self.loss, self.grad
+        d = self.direction(g)
+        gd = dot(g, d)
+        if not gd < 0:  # not a descent direction (should not happen): restart from -g
+            self.pairs.clear()
+            d = [-gi for gi in g]
+            gd = dot(g, d)
+        t = 1.0 if self.pairs else 1.0 / max(math.sqrt(-gd), 1e-12)
+        moved = 0.0
+        for _ in range(self.max_linesearch):
+            axpy_(t - moved, d, self.params)
+            moved = t
+            f_new, g_new = objective()
+            evaluations += 1
+            if math.isfinite(f_new) and f_new <= f + self.c1 * t * gd:
+                break
+            if math.isfinite(f_new):  # minimiser of the quadratic through f, g.d and f_new
+                t_q = -gd * t * t / (2.0 * (f_new - f - gd * t))
+                t = min(max(t_q, 0.1 * t), 0.5 * t)
+            else:
+                t *= 0.1
+        else:
+            axpy_(-moved, d, self.params)  # back to x
+            return LBFGSInfo(f, 0.0, evaluations, math.sqrt(dot(g, g)), accepted=False)
+        for di in d:  # d becomes s = t d
+            di.mul_(t)
+        for gi, gn in zip(g, g_new, strict=True):  # g becomes y = g_new - g
+            gi.sub_(gn).neg_()
+        sy = dot(d, g)
+        if sy > 1e-10 * dot(g, g):
+            self.pairs.append((d, g, 1.0 / sy))
+        self.loss, self.grad = f_new, g_new
+        return LBFGSInfo(f_new, t, evaluations, math.sqrt(dot(g_new, g_new)))
+
+
+CHECK_EVERY = 5  # iterations between the ranks' weight checksums (several ranks)
+
+
+class LBFGSTraining(Optimization):
+    """Full batch: an iteration is one ``LBFGS.step`` on ``full_objective``, the DP over
+    buckets of ``dp_batch_tokens`` padded tokens."""
+
+    bar_label = "L-BFGS"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        device, weights = self.device, self.weights
+        self.features = FeatureMatrix(*(t.to(device) for t in self.features.tensors().values()))
+        index = TransposedIndex.build(
+            self.features.ids.cpu(), self.features.offsets.cpu(), weights.num_features
+        )
+        self.index = index.to(device)
+        self.buckets = self.training_buckets(
+            self.learner.dp_batch_tokens,
+            with_index=False,
+            packed=self.learner.pack,
+            sequential=self.learner.scan == "sequential",
+        )
+        self.tables = tables = weights.dense_tables  # (updated in place)
+        self.support = None
+        if self.learner.support == "observed":  # CRFsuite's model (sparse.py)
+            features = features_cpu(self.features)
+            support = Support.observed(weights, features, self.labels.cpu(), self.group)
+            self.support = support.to(device)
+            self.support.zero_outside_(tables)
+        log.info(
+            "CRF L-BFGS: %d documents in %d DP buckets, %d parameters%s, sigma2 %g",
+            self.features.num_docs,
+            len(self.buckets),
+            sum(t.numel() for t in tables),
+            f" ({self.support.size} in the observed support)" if self.support else "",
+            self.learner.sigma2,
+        )
+        params = self.support.gather(tables) if self.support else tables
+        self.opt = LBFGS(params, history=self.learner.history)
+        self.last: dict = {}  # nll and posterior errors of the last evaluation
+
+    def objective(self) -> tuple[float, list[Tensor]]:
+        if self.support:  # L-BFGS moved the reduced parameters: the tables follow
+            self.support.scatter_(self.tables, self.opt.params)
+        f, total, grads, errors = full_objective(
+            self.learner, self.structure, self.features, self.index, self.buckets, self.group
+        )
+        self.last.update(nll=total, errors=errors)
+        return f, self.support.gather(grads) if self.support else grads
+
+    def iteration(self, k: int) -> Iteration:
+        info = self.opt.step(self.objective)
+        if self.support:  # where the step ended (a rejected step moves back after evaluating)
+            self.support.scatter_(self.tables, self.opt.params)
+        if k % CHECK_EVERY == 0:
+            self.group.check_identical(self.weights.tables(), f"CRF L-BFGS iteration {k}")
+        return Iteration(
+            objective=info.loss,
+            nll=self.last["nll"],
+            errors=self.last["errors"],
+            updates=info.evaluations,
+            extra={"step": info.step, "grad_norm": info.grad_norm},
+            accepted=info.accepted,
+        )
+
+    def report(self, ep: EpochLog) -> None:
+        log.info(
+            "iteration %d: objective %.6g (nll %.6g), step %.3g, %d evaluation(s), %.1fs",
+            ep.epoch,
+            ep.extra["objective"],
+            ep.extra["nll"],
+            ep.extra["step"],
+            ep.updates,
+            ep.seconds,
+        )
+
+
+class ScaledSGD:
+    """SGD on tables w = scale * v (``tables`` hold v and are updated in place).
+
+    Args:
+        tables: the weight tensors v, updated in place.
+        sigma2: the Gaussian prior's variance.
+        num_docs: N, the number of training documents (the prior is split over them).
+        lr: eta_0, the initial learning rate.
+    """
+
+    def __init__(self, tables: list[Tensor], sigma2: float, num_docs: int, lr: float):
+        if lr <= 0 or sigma2 <= 0 or num_docs <= 0:
+            raise ValueError(f"need lr, sigma2, num_docs > 0, got {lr}, {sigma2}, {num_docs}")
+        self.tables = tables
+        self.lam = 1.0 / (sigma2 * num_docs)
+        self.lr0 = lr
+        self.scale = 1.0
+        self.seen = 0
+
+    def lr(self) -> float:
+        """The current learning rate eta_t."""
+        return self.lr0 / (1.0 + self.lr0 * self.lam * self.seen)
+
+    def step(self, grads_v: list[Tensor], docs: int) -> None:
+        """One update from the gradients of sum_{d in S} l_d with respect to v (= scale * dl/dw).
+
+        Args:
+            grads_v: per table, a sparse COO [F, D] (coalesced rows) or dense gradient.
+            docs: |S|, the number of documents in the mini-batch.
+        """
+        eta = self.lr()
+        decay = 1.0 - eta * self.lam * docs
+        if decay <= 0:
+            raise ValueError(
+                f"learning rate {eta} too large for the prior (eta * lambda * |S| = {1 - decay})"
+            )
+        old = self.scale
+        self.scale *= decay
+        alpha = -eta / (old * self.scale)  # dl/dw = grad_v / old; v -= eta dl/dw / new
+        for v, g in zip(self.tables, grads_v, strict=True):
+            if g.is_sparse:
+                v.index_add_(0, g._indices()[0], g._values().to(v.dtype), alpha=alpha)
+            else:
+                v.add_(g.to(v.dtype), alpha=alpha)
+        self.seen += docs
+        if self.scale < 1e-4:
+            self.fold()
+
+    def fold(self) -> None:
+        """Multiply the scale into the tables (afterwards tables == w and scale == 1)."""
+        if self.scale != 1.0:
+            for v in self.tables:
+                v.mul_(self.scale)
+            self.scale = 1.0
+
+
+class SGDTraining(Optimization):
+    """Mini-batch SGD with the lazily scaled prior: an epoch visits the buckets of
+    ``batch_tokens`` padded tokens in a shuffled order, one sparse step each."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        learner = self.learner
+        self.buckets = self.training_buckets(learner.batch_tokens, with_index=True)
+        log.info(
+            "CRF SGD: %d documents in %d mini-batches, sigma2 %g, lr %g",
+            self.features.num_docs,
+            len(self.buckets),
+            learner.sigma2,
+            learner.lr,
+        )
+        self.tables = self.weights.dense_tables
+        self.opt = ScaledSGD(self.tables, learner.sigma2, self.features.num_docs, learner.lr)
+
+    def resume_after(self, k: int) -> None:
+        """Epochs 1..k saw every training document once each (the rate depends on that
+        count); the tables were folded at each epoch's end, so scale = 1 holds already."""
+        self.opt.seen = k * self.features.num_docs
+
+    def iteration(self, k: int) -> Iteration:
+        learner, opt, tables = self.learner, self.opt, self.tables
+        L = self.weights.num_labels
+        dtype = dtype_of(learner.dtype)
+        order = epoch_order(len(self.buckets), True, self.seed, k)
+        total, errors = 0.0, 0
+        shown = bar(order, enabled=self.progress, desc=f"epoch {k}", unit="batch")
+        for b in shown:
+            bucket = self.buckets[b]
+            batch = bucket.batch
+            leaves = [t.detach().requires_grad_(True) for t in tables]
+            with torch.enable_grad():
+                # [N_b, L + L*L] (node | edge, the joint table), or [N_b, L]
+                token = lookup(leaves[0], batch.ids, batch.offsets, bucket.index)
+                scores = token.to(dtype) * opt.scale
+                transition = None
+                if not self.weights.edges:  # the one transition matrix [1, L*L]
+                    transition = leaves[1].to(dtype) * opt.scale
+                scores.retain_grad()
+                loss = bucket_loss(learner, self.structure, scores, bucket, transition)
+                loss.backward()
+            total += float(loss.detach())
+            errors += posterior_errors(scores.grad[:, :L], bucket.labels)
+            opt.step([leaf.grad for leaf in leaves], bucket.batch.num_docs)
+        opt.fold()
+        sq = sum(float(torch.dot(w.view(-1), w.view(-1))) for w in tables)
+        return Iteration(
+            objective=total + sq / (2.0 * learner.sigma2),
+            nll=total,
+            errors=errors,
+            updates=len(self.buckets),
+            extra={"lr": opt.lr()},
+        )

@@ -1,4 +1,4 @@
-"""Slow, obviously correct decoders that the tests compare the fast ones against."""
+"""Slow, obviously correct dynamic programs that the tests compare the fast ones against."""
 
 from __future__ import annotations
 
@@ -35,6 +35,15 @@ def viterbi_loop(potentials: Tensor, length: int) -> tuple[list[int], float]:
     for bp in reversed(bps):
         path.append(bp[path[-1]])
     return path[::-1], alpha[last]
+
+
+def forward_loop(potentials: Tensor, length: int) -> float:
+    """Textbook forward algorithm over one sequence [T, L, L] in float64: log Z, the logsumexp
+    of every path's score (``marginals.log_partition``'s reference)."""
+    alpha = potentials[0, 0].double()  # [L]
+    for t in range(1, length):
+        alpha = torch.logsumexp(alpha.unsqueeze(1) + potentials[t].double(), dim=0)
+    return float(torch.logsumexp(alpha, 0))
 
 
 def enumerate_paths(potentials: Tensor, length: int) -> list[tuple[float, tuple[int, ...]]]:

@@ -74,7 +74,7 @@ class Learner:
         raise NotImplementedError(f"{type(self).__name__} is not an online learner")
 
     def fit(self, structure, updater: Updater, data, settings, on_epoch=None, group=None):
-        """Train on all of ``data`` at once (``online = False``); returns a ``train.FitResult``.
+        """Train on all of ``data`` at once (``online = False``); returns a ``fitting.FitResult``.
         ``group``: the ``distributed.Group`` training together (None: this process alone)."""
         raise NotImplementedError(f"{type(self).__name__} trains online: use train.fit")
 

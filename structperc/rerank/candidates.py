@@ -4,37 +4,30 @@ A first model trained on data that it then decodes has nearly no errors there, w
 a reranker nothing: the training lists come from k first models, model f trained on every
 training document not in fold f (document d is in fold d mod k) and decoding fold f.  The dev and
 test lists come from one first model trained on all the training data ("fold" ``ALL``).  Each fold
-is an independent job: ``generate_fold`` trains and decodes one, and the rerank task runs the
-missing ones in turn, or a Hydra multirun (``task.fold=0,1,2,3,4,all``) runs them in parallel
-(joblib locally, submitit on a cluster) into the same cache folder.
+is an independent job (``tasks/jackknife.py`` trains and decodes one), and the rerank task runs
+the missing ones in turn, or a Hydra multirun (``task.fold=0,1,2,3,4,all``) runs them in
+parallel (joblib locally, submitit on a cluster) into the same cache folder.
 
 Units are documents (Kazama & Torisawa) or sentences (Collins): a sentence's n-best is decoded
 from the document's token scores cut at the sentence (``ChainData.sentences``).  The first model
-is any learner of the chain; a CRF's lists carry log p(y | x) = s(y) − log Z (Collins's L(x)),
-a perceptron's its score s(y).  A fold's file holds the lists, the first model's training seconds
-and the decoding seconds (``data/candidates.py``).
+is any learner of the chain; a CRF's lists carry log p(y | x) = s(y) − log Z (Collins's L(x):
+log Z from the chain structure's "marginals"), a perceptron's its score s(y).  A fold's file
+holds the lists, the first model's training seconds and the decoding seconds
+(``data/candidates.py``).
 """
 
 from __future__ import annotations
 
-import logging
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from structperc.crf.adapter import log_partition
-from structperc.data.candidates import CandidateSet, entity_counts, save_candidates
+from structperc.data.candidates import CandidateSet, entity_counts
 from structperc.decode.nbest import nbest_batched
 from structperc.decode.scores import path_scores
 from structperc.features.cache import cache_key
-from structperc.model.updates import Updater
-from structperc.model.weights import ChainWeights
 from structperc.structures.chain import ChainData, ChainStructure, length_batches
-from structperc.train import FitSettings, fit
-
-log = logging.getLogger(__name__)
 
 ALL = "all"  # the fold of the first model trained on all the training data
 
@@ -80,24 +73,6 @@ def as_units(data: ChainData, unit: str) -> tuple[ChainData, torch.Tensor]:
     return data, torch.stack([docs, torch.zeros_like(docs), lengths], dim=1)
 
 
-def train_first_model(
-    learner,
-    train: ChainData,
-    num_features: int,
-    labels: list[str],
-    settings: FitSettings,
-    edges: bool = True,
-) -> tuple[ChainStructure, float]:
-    """A chain trained on ``train`` (any chain learner, the CRF included); (structure, seconds)."""
-    t0 = time.perf_counter()
-    weights = ChainWeights(num_features, labels, edges).to(settings.device)
-    structure = ChainStructure(weights)
-    updater = Updater(weights, average=learner.average)
-    fit(learner, structure, updater, train, settings)
-    updater.finalize()
-    return structure, time.perf_counter() - t0
-
-
 @torch.no_grad()
 def nbest_lists(
     structure: ChainStructure,
@@ -120,7 +95,7 @@ def nbest_lists(
         gold_scores = path_scores(potentials, batch.lengths, gold.unsqueeze(1))[:, 0]  # [B]
         scores, gold_scores = scores.double(), gold_scores.double()
         if log_probs:
-            logz = log_partition(potentials.double(), batch.lengths)  # [B]
+            logz = structure.log_partition(batch, potentials=potentials.double())  # [B]
             scores, gold_scores = scores - logz.unsqueeze(1), gold_scores - logz
         for b, d in enumerate(docs):
             T = int(batch.lengths[b])
@@ -143,47 +118,6 @@ def nbest_lists(
                 fold=torch.tensor([fold]),
             )
     return CandidateSet.cat(out)  # type: ignore[arg-type]
-
-
-def generate_fold(
-    fold: int | str,
-    *,
-    learner,
-    train: ChainData,
-    evaluate: dict[str, ChainData],
-    num_features: int,
-    labels: list[str],
-    settings: FitSettings,
-    lists: ListSettings,
-    folder: Path,
-    meta: dict,
-    edges: bool = True,
-) -> None:
-    """Train first model ``fold`` and write its lists into ``folder`` (``ListSettings.file``):
-    the held-out training units' n best, or, for ``ALL``, the n_test best of each split of
-    ``evaluate``.  The folder is keyed by the first model, the data and the unit; the file
-    names by n, so lists of another n reuse nothing but the folder."""
-    log_probs = "marginals" in learner.requires  # a CRF: L(x) = log p(y | x)
-    if fold == ALL:
-        model, seconds = train_first_model(learner, train, num_features, labels, settings, edges)
-        for split, data in evaluate.items():
-            t0 = time.perf_counter()
-            units, index = as_units(data, lists.unit)
-            found = nbest_lists(model, units, index, lists.n_test, log_probs=log_probs, fold=-1)
-            info = {"train_seconds": seconds, "decode_seconds": time.perf_counter() - t0}
-            save_candidates(folder / lists.file(ALL, split), found, {**meta, **info, "fold": ALL})
-            log.info("first model %s: %d %s units, %.0fs", ALL, found.num_units, split, seconds)
-        return
-    docs, held_out = fold_documents(len(train), lists.folds, int(fold))
-    fold_train = train.subset(docs)
-    model, seconds = train_first_model(learner, fold_train, num_features, labels, settings, edges)
-    t0 = time.perf_counter()
-    units, index = as_units(train.subset(held_out), lists.unit)
-    index[:, 0] = torch.tensor(held_out)[index[:, 0]]  # documents of the whole training set
-    found = nbest_lists(model, units, index, lists.n, log_probs=log_probs, fold=int(fold))
-    info = {"train_seconds": seconds, "decode_seconds": time.perf_counter() - t0}
-    save_candidates(folder / lists.file(fold), found, {**meta, **info, "fold": int(fold)})
-    log.info("first model %s: %d held-out units, %.0fs", fold, found.num_units, seconds)
 
 
 def lists_folder(root: str | Path, key: dict) -> Path:

@@ -16,8 +16,15 @@ trainers written once against an encoder).  For a batch of instances it gives
 
 and declares the capabilities it offers (``capabilities``): "argmax"; "nbest" (exact n-best
 lists); "rescoring" (n-best lists rescored with non-local features: ``candidates`` and
-``candidate_delta``); "marginals" (a likelihood through torch-struct: the CRF).  A learner
-declares what it requires (``learn/base.py``); ``check_capabilities`` compares the two.
+``candidate_delta``); "ranking" (whole candidate lists); "marginals", the distribution
+p(y | x) = exp s(x, y) / Z(x) of its labelings (the CRF's likelihood):
+
+    log_partition(batch)       log Z(x) = logsumexp_y s(x, y) of every instance, [B]
+    marginals(batch)           the expected parts of a labeling under p(y | x)
+    nll(batch, y*)             -log p(y* | x) = log Z(x) - s(x, y*), [B]
+
+log Z and the nll differentiable in the potentials.  A learner declares what it requires
+(``learn/base.py``); ``check_capabilities`` compares the two.
 
 A labeling is whatever the structure's decoder returns: label ids [N] for a chain, a
 ``data.label_chunk.LabelChunk`` for the label-chunk structure.  Instances are documents or

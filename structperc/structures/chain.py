@@ -9,8 +9,18 @@ read off the potentials [B, T, L, L] (``model.weights.chain_potentials``).  The 
 batched Viterbi and exact n-best (``decode/viterbi.py``, ``decode/nbest.py``); the feature
 difference of two labelings is ``model.updates.path_delta``; the loss is the Hamming distance.
 ``constraints="iob2"`` puts -inf on the moves IOB2 forbids before any decoding
-(``decode/constraints.py``).  The CRF (``structperc.crf``) is a learner of this structure: it
-offers "marginals" through torch-struct.
+(``decode/constraints.py``).
+
+It offers "marginals": the distribution p(y | x) = exp(s(x, y)) / Z(x) of a linear-chain CRF
+(Lafferty et al. 2001) over the same potentials, with
+
+    log Z(x) = logsumexp_y s(x, y),     nll = log Z(x) - s(x, y*),
+    mu[t, i, j] = p(y_{t-1} = i, y_t = j | x) = d log Z / d pot[t, i, j]
+
+by one of torch-struct's scans (``decode/marginals.py``: its own tree, the scaled tree, the
+sequential forward-backward).  A move the constraints forbid has probability 0: its -inf becomes
+torch-struct's log-zero (-1e5), which every scan takes.  The CRF (``structperc.crf``) is the
+learner that trains them.
 
 Prediction over a data set (``predict``) scores ``batch_size`` consecutive documents in one
 lookup and decodes them with ``viterbi_packed``: sorted by length and packed time-major, without
@@ -26,8 +36,10 @@ import torch
 from torch import Tensor
 
 from structperc.data.document import Document
+from structperc.decode import marginals as scans
 from structperc.decode.constraints import allowed_transitions, constrain, constrain_tokens
 from structperc.decode.nbest import nbest
+from structperc.decode.scaled_scan import NEG
 from structperc.decode.scores import path_scores
 from structperc.decode.viterbi import viterbi, viterbi_packed, viterbi_tokens
 from structperc.features.extract import FeatureMatrix
@@ -177,6 +189,42 @@ class ChainStructure:
         """s(x, y) [B] of label ids [N] of the batch's tokens."""
         padded = batch.pad(labels).unsqueeze(1)  # [B, 1, T]
         return path_scores(self.potentials(batch), batch.lengths, padded)[:, 0]
+
+    def log_partition(
+        self, batch: FeatureBatch, *, scan: str = "log", potentials: Tensor | None = None
+    ) -> Tensor:
+        """log Z(x) [B] of the batch's documents by ``scan`` ("log", "scaled", "sequential";
+        differentiable in the potentials).  ``potentials``: the batch's [B, T, L, L] where the
+        caller has them (in another floating type, or differentiable in its own lookups: the
+        CRF), else ``potentials(batch)``."""
+        return scans.log_partition(self.log_potentials(batch, potentials), batch.lengths, scan)
+
+    def marginals(
+        self, batch: FeatureBatch, *, scan: str = "log", potentials: Tensor | None = None
+    ) -> Tensor:
+        """Edge marginals [B, T, L, L] (from, to): p(y_{t-1} = i, y_t = j | x) at t >= 1, the
+        start p(y_0 = j | x) in row 0 of t = 0, 0 past each length (``log_partition``'s
+        arguments)."""
+        return scans.marginals(self.log_potentials(batch, potentials), batch.lengths, scan)
+
+    def nll(
+        self,
+        batch: FeatureBatch,
+        gold: Tensor,
+        *,
+        scan: str = "log",
+        potentials: Tensor | None = None,
+    ) -> Tensor:
+        """-log p(y* | x) = log Z(x) - s(x, y*) [B] of gold label ids [N] of the batch's tokens
+        (``log_partition``'s arguments)."""
+        pot = self.log_potentials(batch, potentials)
+        return scans.nll(pot, batch.lengths, batch.pad(gold), scan)
+
+    def log_potentials(self, batch: FeatureBatch, potentials: Tensor | None = None) -> Tensor:
+        """The potentials [B, T, L, L] the scans read: ``potentials`` (else the batch's), with
+        the constraints' -inf as torch-struct's log-zero (the module docstring)."""
+        pot = self.potentials(batch) if potentials is None else potentials
+        return pot if self.allowed is None else pot.clamp_min(NEG)
 
     def delta(self, batch: FeatureBatch, gold: Tensor, pred: Tensor) -> SparseDelta:
         """Φ(x, gold) − Φ(x, pred) of label ids [N] (``path_delta``)."""

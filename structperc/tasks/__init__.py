@@ -23,4 +23,5 @@ What they share, through functions (no task calls another's driver):
     structure.py   ``structure_for``: a labeler's structure, for training and for loading
     loading.py     trained labelers back from their folders, and the column tagger
     pos_np.py      the joint and cascade tasks' measures, names and prediction file
+    jackknife.py   the rerank task's first models, one fold of the jackknife a job, their lists
 """

@@ -39,7 +39,7 @@ from structperc.model.ranker_weights import RankerWeights
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.monitor import Monitor
-from structperc.rerank.candidates import ALL, ListSettings, as_units, generate_fold, lists_folder
+from structperc.rerank.candidates import ALL, ListSettings, as_units, lists_folder
 from structperc.rerank.features import (
     ListRows,
     StringVocabulary,
@@ -51,6 +51,7 @@ from structperc.structures.candidates import CandidateList
 from structperc.structures.chain import ChainData
 from structperc.structures.voting import VoteState
 from structperc.tasks.inputs import document_features, tagging_inputs
+from structperc.tasks.jackknife import generate_fold
 from structperc.tasks.registry import task
 from structperc.tasks.report import chunk_scores, finish
 from structperc.tasks.training import Evaluation, FitSettings, TrainingRun, history_rows

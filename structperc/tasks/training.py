@@ -5,8 +5,8 @@ reports, the checkpoints, ``train.fit`` and the final averaging, and results.jso
 settings, evaluation=..., checkpoint=...)`` trains one model into it (a task may train several,
 as the cascade does its tagger and chunker), reporting every epoch through an ``EpochReporter``;
 ``run.finish(results, final)`` writes results.json and the hyperparameters against the final
-metrics.  The training loop's names (``FitSettings``, ``FitResult``, ``EpochLog``, ``fit``) come
-into the tasks through this module alone.
+metrics.  The training loop's names (``FitSettings``, ``FitResult``, ``EpochLog`` of
+``learn/fitting.py``, ``train.fit``) come into the tasks through this module alone.
 
 ``EpochReporter`` is the ``on_epoch`` hook of ``train.fit``: TensorBoard scalars ``train/*``
 (word error, updates, epoch seconds, weight norm, the learner's numeric extras) and, every
@@ -26,10 +26,11 @@ import torch
 from structperc.checkpoint import Checkpoint
 from structperc.data.document import Document
 from structperc.distributed import SERIAL, Group
+from structperc.learn.fitting import EpochLog, FitResult, FitSettings
 from structperc.model.updates import Updater
 from structperc.monitor import Monitor
 from structperc.tasks.report import finish
-from structperc.train import EpochLog, FitResult, FitSettings, fit
+from structperc.train import fit
 
 __all__ = [
     "EpochLog",
@@ -39,6 +40,7 @@ __all__ = [
     "FitSettings",
     "ModelSettings",
     "TrainingRun",
+    "fit",
     "history_rows",
 ]
 

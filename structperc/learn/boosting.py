@@ -36,8 +36,8 @@ import torch
 from torch import Tensor
 
 from structperc.learn.base import Learner
+from structperc.learn.fitting import EpochLog, FitResult, FitSettings
 from structperc.model.updates import Updater
-from structperc.train import EpochLog, FitResult, FitSettings
 
 
 def csr_transpose(rows: Tensor, cols: Tensor, num_cols: int) -> tuple[Tensor, Tensor]:

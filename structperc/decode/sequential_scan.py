@@ -1,11 +1,12 @@
-"""torch-struct's linear chain scanned position by position: ``SequentialLinearChain``.
+"""torch-struct's linear chain scanned position by position (the "sequential" scan).
 
-torch-struct's ``LinearChain`` (and ``chain.ScaledLinearChain``) compute log Z by a binary-tree
-scan: O(log n) parallel steps, but n L x L matrix-matrix products, n L^3 multiply-adds.  The
-forward algorithm needs n matrix-vector products, n L^2, in n sequential steps.  On a CPU with
-the whole training set in one batch of B rows (documents end to end, ``crf.packing``; a row as
-long as the longest document), the n sequential steps are each one batched product over the B
-rows, and the arithmetic drops by a factor of L while the steps' overhead stays small.
+torch-struct's ``LinearChain`` (and ``scaled_scan.ScaledLinearChain``) compute log Z by a
+binary-tree scan: O(log n) parallel steps, but n L x L matrix-matrix products, n L^3
+multiply-adds.  The forward algorithm needs n matrix-vector products, n L^2, in n sequential
+steps.  On a CPU with the whole training set in one batch of B rows (documents end to end,
+``crf/buckets.py``; a row as long as the longest document), the n sequential steps are each one
+batched product over the B rows, and the arithmetic drops by a factor of L while the steps'
+overhead stays small.
 
 Scaled forward-backward (Rabiner 1989), with torch-struct's edges E [B, N-1, L, L] (to, from):
 every edge matrix is shifted by its own maximum m_n = max_{j,i} E[n, j, i], so that
@@ -23,7 +24,7 @@ a_n . b_n = 1 at every position and the edge marginals (the gradient of log Z, t
 
 The shift m_n cancels in mu (its gradient is zero).  In floating point a product is lost only if
 the scores of one L x L edge matrix spread by more than ~708 nats (float64; 87 in float32), the
-same bound as ``semiring.ScaledLogSemiring``'s; a scale factor that underflows entirely is
+same bound as ``scaled_scan.ScaledLogSemiring``'s; a scale factor that underflows entirely is
 clamped to the smallest normal number so that nothing becomes NaN.  Positions past a chain's
 length are skipped: their scale factors do not enter log Z, their backward vectors are reset to
 1 and their marginals are 0.

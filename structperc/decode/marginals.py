@@ -1,4 +1,4 @@
-"""structperc potentials <-> torch-struct's ``LinearChain``: log Z, marginals, path log-probs.
+"""The chain's likelihood through torch-struct's ``LinearChain``: log Z, marginals, nll, log p(y).
 
 A linear-chain CRF (Lafferty et al. 2001) over a sequence of length n gives a labeling y
 
@@ -27,8 +27,18 @@ mixes its own -1e5 into every chart cell; the results are exact as long as path 
 much less than 1e5 (a test uses potentials of magnitude 100 over 1,500 tokens).
 
 The gradient of log Z with respect to the potentials is the marginals (torch-struct's
-``LogSemiring``: "Gradients give marginals"), taken here by autograd.  Time O(n L^3) work in
-O(log n) parallel steps (torch-struct's binary-tree scan); memory O(n L^3) for the backward pass.
+``LogSemiring``: "Gradients give marginals"), taken here by autograd.  Three scans compute log Z
+and its gradient (``scan``), equal within rounding:
+
+    "log"         torch-struct's own ``LinearChain(LogSemiring)``: a binary-tree scan, O(n L^3)
+                  work in O(log n) parallel steps, memory O(n L^3) for the backward pass
+    "scaled"      the same tree with log-space products through BLAS and a written-out
+                  backward (``scaled_scan.py``)
+    "sequential"  the scaled forward-backward algorithm, O(n L^2) work in n steps
+                  (``sequential_scan.py``)
+
+``tests/test_decode_marginals.py`` checks each against brute-force enumeration and torch-struct;
+``reference.forward_loop``, the textbook forward algorithm, is the slow reference of log Z.
 """
 
 from __future__ import annotations
@@ -37,10 +47,11 @@ import torch
 from torch import Tensor
 from torch_struct import LinearChain, LogSemiring
 
-from structperc.crf.chain import ScaledLinearChain
-from structperc.crf.semiring import NEG, ScaledLogSemiring, SequentialLogSemiring
-from structperc.crf.sequential import SequentialLinearChain
+from structperc.decode.scaled_scan import NEG, ScaledLinearChain, ScaledLogSemiring
 from structperc.decode.scores import check_potentials, path_scores
+from structperc.decode.sequential_scan import SequentialLinearChain, Workspace
+
+SCANS = ("log", "scaled", "sequential")  # how log Z is scanned (module docstring)
 
 
 def to_log_potentials(potentials: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
@@ -118,42 +129,38 @@ def labels_to_parts(labels: Tensor, lengths: Tensor, num_labels: int) -> Tensor:
     return parts.view(B, N - 1, L, L)
 
 
-def log_partition(
-    potentials: Tensor, lengths: Tensor, semiring: type[LogSemiring] = LogSemiring
-) -> Tensor:
-    """log Z [B] of the chains (differentiable: its gradient is ``marginals``).
+def check_scan(scan: str) -> str:
+    """``scan`` if it names one of ``SCANS``, else ValueError."""
+    if scan not in SCANS:
+        raise ValueError(f"unknown scan {scan!r}; choose one of {list(SCANS)}")
+    return scan
 
-    ``semiring``: torch-struct's ``LogSemiring`` (through its ``LinearChain``) or
-    ``semiring.ScaledLogSemiring`` (faster, through ``chain.ScaledLinearChain``).
-    """
+
+def chain_for(scan: str, workspace: Workspace | None = None) -> LinearChain:
+    """The torch-struct linear chain that computes log Z by ``scan`` (module docstring);
+    ``workspace``: the sequential scan's buffers kept from one call to the next."""
+    if check_scan(scan) == "sequential":
+        return SequentialLinearChain(LogSemiring, workspace=workspace)
+    if scan == "scaled":
+        return ScaledLinearChain(ScaledLogSemiring)
+    return LinearChain(LogSemiring)
+
+
+def log_partition(potentials: Tensor, lengths: Tensor, scan: str = "log") -> Tensor:
+    """log Z [B] of the chains (differentiable: its gradient is ``marginals``), by ``scan``."""
     edges, ts_lengths = to_log_potentials(potentials, lengths)
     with torch.set_grad_enabled(torch.is_grad_enabled() and potentials.requires_grad):
-        return log_partition_of_edges(edges, ts_lengths, semiring)
+        return log_partition_of_edges(edges, ts_lengths, scan)
 
 
-def log_partition_of_edges(
-    edges: Tensor, ts_lengths: Tensor, semiring: type[LogSemiring] = LogSemiring
-) -> Tensor:
+def log_partition_of_edges(edges: Tensor, ts_lengths: Tensor, scan: str = "log") -> Tensor:
     """log Z [B] of torch-struct edges [B, N-1, L, L] (to, from) with lengths [B] >= 2
-    (``to_log_potentials``'s layout): ``ScaledLinearChain`` for the scaled semiring,
-    ``SequentialLinearChain`` for the sequential one, torch-struct's ``LinearChain`` otherwise.
-    torch-struct marks ``edges`` as requiring grad: pass a tensor made for the call (autograd's
-    or a fresh one)."""
-    return chain_for(semiring).sum(edges, lengths=ts_lengths)
+    (``to_log_potentials``'s layout), by ``scan``.  torch-struct marks ``edges`` as requiring
+    grad: pass a tensor made for the call (autograd's or a fresh one)."""
+    return chain_for(scan).sum(edges, lengths=ts_lengths)
 
 
-def chain_for(semiring: type[LogSemiring]) -> LinearChain:
-    """The torch-struct linear chain that scans with ``semiring`` (``log_partition_of_edges``)."""
-    if isinstance(semiring, type) and issubclass(semiring, SequentialLogSemiring):
-        return SequentialLinearChain(semiring)
-    if isinstance(semiring, type) and issubclass(semiring, ScaledLogSemiring):
-        return ScaledLinearChain(semiring)
-    return LinearChain(semiring)
-
-
-def marginals(
-    potentials: Tensor, lengths: Tensor, semiring: type[LogSemiring] = LogSemiring
-) -> Tensor:
+def marginals(potentials: Tensor, lengths: Tensor, scan: str = "log") -> Tensor:
     """Edge marginals [B, T, L, L] = d log Z / d potentials, (from, to).
 
     ``m[b, t, i, j] = p(y_{t-1} = i, y_t = j)`` for 1 <= t < lengths[b]; ``m[b, 0, 0, j] =
@@ -161,40 +168,28 @@ def marginals(
     """
     with torch.enable_grad():
         pot = potentials.detach().requires_grad_(True)
-        logz = log_partition(pot, lengths, semiring)
+        logz = log_partition(pot, lengths, scan)
         (m,) = torch.autograd.grad(logz.sum(), pot)
     return m
 
 
-def node_marginals(
-    potentials: Tensor, lengths: Tensor, semiring: type[LogSemiring] = LogSemiring
-) -> Tensor:
+def node_marginals(potentials: Tensor, lengths: Tensor, scan: str = "log") -> Tensor:
     """Per-token marginals [B, T, L]: p(y_t = j | x); rows past each length are 0."""
-    return marginals(potentials, lengths, semiring).sum(dim=2)
+    return marginals(potentials, lengths, scan).sum(dim=2)
 
 
-def path_log_probs(
-    potentials: Tensor,
-    lengths: Tensor,
-    paths: Tensor,
-    semiring: type[LogSemiring] = LogSemiring,
-) -> Tensor:
+def path_log_probs(potentials: Tensor, lengths: Tensor, paths: Tensor, scan: str = "log") -> Tensor:
     """log p(y | x) = s(y) - log Z [B, n] of any paths [B, n, T] (-1 padded; missing -> -inf).
 
     This is Collins' (2002) base-model score L(y) for reranking an n-best list.
     """
     with torch.set_grad_enabled(torch.is_grad_enabled() and potentials.requires_grad):
-        logz = log_partition(potentials, lengths, semiring)  # [B]
+        logz = log_partition(potentials, lengths, scan)  # [B]
         return path_scores(potentials, lengths, paths) - logz.unsqueeze(1)
 
 
-def nll(
-    potentials: Tensor,
-    lengths: Tensor,
-    gold: Tensor,
-    semiring: type[LogSemiring] = LogSemiring,
-) -> Tensor:
+def nll(potentials: Tensor, lengths: Tensor, gold: Tensor, scan: str = "log") -> Tensor:
     """Negative log-likelihood -log p(y* | x) = log Z - s(y*) [B] of gold labels [B, T]."""
-    return log_partition(potentials, lengths, semiring) - path_scores(
+    return log_partition(potentials, lengths, scan) - path_scores(
         potentials, lengths, gold.unsqueeze(1)
     ).squeeze(1)

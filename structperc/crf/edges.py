@@ -1,31 +1,45 @@
-"""torch-struct's edges of packed rows straight from the token scores, with their gradient
-written out: the CRF with edge features on ``sequential.SequentialLinearChain``.
+"""A bucket's torch-struct edges straight from its token scores, and its negative log-likelihood.
 
-With node scores S [N, L] and edge scores A [N, L, L] (from, to) of a bucket's tokens, the
-potentials of ``model.weights.chain_potentials`` are
+``model.weights.chain_potentials`` turns token scores into potentials [B, T, L, L] (from, to) and
+``decode.marginals.to_log_potentials`` turns those into torch-struct's edges
+[B, N-1, L(to), L(from)], the first token's scores folded into edge 0.  On a bucket of the whole
+training set that chain of tensors (padded potentials, a transposed copy, slices and masks) costs
+more than the scan itself, forward and backward.  Both layouts of the tables skip it here and
+write the edges in one pass, with the gold score s(y*) beside them, so that the nll of a bucket
+is log Z - s(y*) with a fraction of the memory traffic.  Tests compare both with
+``decode.marginals.nll`` of ``chain_potentials``, and their gradients.
+
+**Edge features** (``RowEdges``, ``row_nll``: the sequential scan over packed rows).  With node
+scores S [N, L] and edge scores A [N, L, L] (from, to) of a bucket's tokens,
 
     pot[t, i, j] = S[t, j] + A[t, i, j]     (t not a document's first token),
     pot[t, i, j] = S[t, j]                  (t a document's first token: no previous label),
-
-and ``adapter.to_log_potentials`` turns a batch of them into torch-struct's edges
-[B, N-1, L(to), L(from)], the first token's scores folded into edge 0:
-
     edge[b, p-1, j, i] = pot[t, i, j] + [p = 1] S[t0_b, i]      (token t at position p >= 1 of
                                                                  row b, t0_b the row's first).
 
-Built through autograd on one bucket of the whole training set, that chain (a padded [B, T, L, L]
-potentials tensor, its transposed copy, slices and masks) costs more in its backward pass (zero
-tensors of the full size for every slice) than the sequential scan itself.  ``RowEdges`` writes
-the edges in one ``index_copy`` (time-major, the layout the scan reads) and its backward gathers
-the edge marginals back to the tokens in one ``index_select``:
+``RowEdges`` writes the edges in one ``index_copy`` (time-major, the layout the sequential scan
+reads) and its backward gathers the edge marginals back to the tokens in one ``index_select``:
 
     dS[t, j] = sum_i G[p-1, b, j, i]  (+ sum_j' G[0, b, j', j] for a row's first token),
     dA[t, i, j] = G[p-1, b, j, i]     (0 for a document's first token),
 
-G the gradient of the edges.  It also returns the gold score s(y*) (node scores of the gold
-labels plus the edge scores of consecutive gold labels inside each document), whose gradient is
-the gold labels' indicators, added in place.  ``row_nll`` = log Z - s(y*) equals ``adapter.nll``
-of ``chain_potentials`` (tests compare both and their gradients).
+G the gradient of the edges.  It also returns s(y*) (node scores of the gold labels plus the
+edge scores of consecutive gold labels inside each document), whose gradient is the gold labels'
+indicators, added in place.
+
+**One transition matrix** (``features.edges=false``: ``transition_nll``, any scan).  With node
+scores S [N, L] and one transition matrix A [L, L] (from, to),
+
+    edge[b, t-1, j, i] = S[b, t, j] + [t not first] A[i, j] + [t = 1] S[b, 0, i],
+
+from the padded node scores [B, T, L] (L numbers a token instead of L^2; positions past a row's
+length hold anything: no scan reads them), and the gold score is summed from S and A alone,
+
+    s(y*) = sum_t S[t, y*_t] + sum_{t not first} A[y*_{t-1}, y*_t].
+
+On the packed CoNLL-2003 buckets the DP's glue (potentials, layout, gold scores, their backward)
+was about a third of an L-BFGS iteration with ``features.edges=false`` before this layout.  A
+row of one token gets ``decode.marginals``' dummy second position in both.
 """
 
 from __future__ import annotations
@@ -35,8 +49,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from structperc.crf.semiring import NEG, SequentialLogSemiring
-from structperc.crf.sequential import SequentialLinearChain, Workspace
+from structperc.decode.marginals import first_edge, log_partition_of_edges
+from structperc.decode.scaled_scan import NEG
+from structperc.decode.sequential_scan import SequentialLinearChain, Workspace
 from structperc.model.batch import FeatureBatch
 
 
@@ -54,13 +69,13 @@ class RowLayout:
     gold_node_at, gold_edge_at: the same gold scores as flat indices into [N, L] node and
                [N, L, L] (from, to) edge gradients.
     lengths:   [B] long row lengths, at least 2.
-    singles:   [S] long, the rows of one token: they get ``adapter``'s dummy second position
+    singles:   [S] long, the rows of one token: they get ``decode.marginals``' dummy second position
                (edge 0 allows only label 0 after the first token: every path one completion).
     padding:   [P] long, the slots past each row's length (set to 0: the scan reads them).
     labels:    [N] long gold labels in the order of the token scores the layout addresses.
     num_labels, rows, edges: L, B and K (T - 1).
     workspace: buffers of ``row_nll`` on this layout reused from one call to the next
-               (``sequential.Workspace``: what a call returns is then valid until the next
+               (``sequential_scan.Workspace``: what a call returns is then valid until the next
                call; the CRF's objective sets one), or None: fresh tensors every call.
 
     Token indices (``slot``, ``starts``, ``firsts``, the gold indices) address the batch's own
@@ -204,6 +219,66 @@ def row_nll(scores: Tensor, layout: RowLayout, dtype: torch.dtype | None = None)
     ``dtype`` (default: the scores'); the gradient comes back in the scores' type (in the
     layout's workspace if it has one: valid until the next call on the same layout)."""
     edges, gold = RowEdges.apply(scores, layout, dtype)
-    chain = SequentialLinearChain(SequentialLogSemiring, workspace=layout.workspace)
+    chain = SequentialLinearChain(workspace=layout.workspace)
     logz = chain.sum(edges, lengths=layout.lengths)
     return logz.sum() - gold
+
+
+def transition_log_potentials(
+    node: Tensor, transition: Tensor, batch: FeatureBatch
+) -> tuple[Tensor, Tensor]:
+    """torch-struct edges [B, N-1, L, L] (to, from) and lengths [B] of one transition matrix
+    (module docstring).
+
+    Args:
+        node: [N_b, L] node scores of the batch's tokens (batch token order).
+        transition: [L, L] (from, to), or anything of L*L elements.
+        batch: the layout (``lengths``, ``first_token``, ``flat_positions``).
+    """
+    N_b, L = node.shape
+    B, T = batch.num_docs, batch.max_length
+    Tm = max(T, 2)  # torch-struct needs one edge at least
+    pos = batch.flat_positions
+    if Tm != T:  # (T = 1: every row one token) the positions in a [B, 2] layout
+        pos = pos // T * Tm + pos % T
+    padded = node.new_zeros(B * Tm, L).index_copy(0, pos, node).view(B, Tm, L)
+    first = torch.zeros(B * Tm, dtype=torch.bool, device=node.device)
+    first[pos[batch.first_token]] = True
+    first = first.view(B, Tm)
+    to_from = transition.reshape(L, L).t()  # [L(to), L(from)]
+    edges = torch.where(first[:, 1:, None, None], 0.0, to_from)  # [B, Tm-1, L, L]
+    edges = edges + padded[:, 1:, :, None]  # + S[t, to]
+    lengths = batch.lengths.to(node.device)
+    head = first_edge(edges[:, 0], padded[:, 0, None, :], lengths)  # start S[b, 0, from] folded
+    edges = torch.cat([head.unsqueeze(1), edges[:, 1:]], dim=1)
+    return edges, lengths.clamp(min=2)
+
+
+def gold_scores(node: Tensor, transition: Tensor, batch: FeatureBatch, labels: Tensor) -> Tensor:
+    """s(y*) summed over the batch: node scores of the gold labels plus the transitions between
+    consecutive gold labels inside each document (scalar tensor).
+
+    labels: [N_b] long gold label of every token, batch token order.
+    """
+    L = node.shape[1]
+    total = node.gather(1, labels.view(-1, 1)).sum()
+    inside = torch.ones(len(labels), dtype=torch.bool, device=labels.device)
+    inside[batch.first_token] = False  # tokens with a previous label in their document
+    inside[0] = False
+    k = inside.nonzero().squeeze(1)
+    pairs = labels[k - 1] * L + labels[k]  # (from, to) flattened
+    return total + transition.reshape(L * L)[pairs].sum()
+
+
+def transition_nll(
+    node: Tensor,
+    transition: Tensor,
+    batch: FeatureBatch,
+    labels: Tensor,
+    scan: str = "log",
+) -> Tensor:
+    """sum_d -log p(y*_d | x_d) over the batch's rows (scalar), differentiable in ``node`` and
+    ``transition``."""
+    edges, lengths = transition_log_potentials(node, transition, batch)
+    logz = log_partition_of_edges(edges, lengths, scan)  # [B]
+    return logz.sum() - gold_scores(node, transition, batch, labels)

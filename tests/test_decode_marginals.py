@@ -1,6 +1,6 @@
-"""structperc.crf.adapter / semiring / chain: torch-struct log Z, marginals and path
-log-probabilities against brute-force enumeration, batching, length-1 sequences and long
-documents."""
+"""structperc.decode.marginals / scaled_scan: torch-struct log Z, marginals and path
+log-probabilities by every scan against brute-force enumeration and the textbook forward
+algorithm, batching, length-1 sequences and long documents."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch_struct import LinearChain, LogSemiring
 
-from structperc.crf.adapter import (
-    NEG,
+from structperc.decode.marginals import (
+    SCANS,
+    check_scan,
     from_log_potentials,
     labels_to_parts,
     log_partition,
@@ -22,19 +23,13 @@ from structperc.crf.adapter import (
     nll,
     node_marginals,
     path_log_probs,
-    path_scores,
     to_log_potentials,
 )
-from structperc.crf.chain import ScaledLinearChain
-from structperc.crf.semiring import (
-    ScaledLogSemiring,
-    SequentialLogSemiring,
-    get_semiring,
-    pair_product,
-)
+from structperc.decode.reference import forward_loop
+from structperc.decode.scaled_scan import NEG, ScaledLinearChain, ScaledLogSemiring, pair_product
+from structperc.decode.scores import path_scores
 
 SETTINGS = settings(max_examples=50, deadline=None)
-SEMIRINGS = [LogSemiring, ScaledLogSemiring, SequentialLogSemiring]
 
 
 def score(pot: torch.Tensor, path: tuple[int, ...]) -> float:
@@ -82,25 +77,17 @@ def problems(draw, max_T: int = 4):
     return pot, lengths
 
 
-def sequential_logz(pot: torch.Tensor, n: int) -> float:
-    """The textbook forward algorithm in float64 (one sequence [T, L, L])."""
-    alpha = pot[0, 0].double()
-    for t in range(1, n):
-        alpha = torch.logsumexp(alpha.unsqueeze(1) + pot[t].double(), dim=0)
-    return float(torch.logsumexp(alpha, 0))
-
-
 # ---------------------------------------------------------------------------------------------
 # against brute force
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("semiring", SEMIRINGS, ids=["log", "scaled", "sequential"])
+@pytest.mark.parametrize("scan", SCANS)
 @SETTINGS
 @given(problems())
-def test_log_partition_and_marginals_match_enumeration(semiring, problem):
+def test_log_partition_and_marginals_match_enumeration(scan, problem):
     pot, lengths = problem
-    logz = log_partition(pot, lengths, semiring)
-    edge = marginals(pot, lengths, semiring)
-    node = node_marginals(pot, lengths, semiring)
+    logz = log_partition(pot, lengths, scan)
+    edge = marginals(pot, lengths, scan)
+    node = node_marginals(pot, lengths, scan)
     for b, n in enumerate(lengths.tolist()):
         want_z, want_node, want_edge = brute(pot[b], n)
         assert float(logz[b]) == pytest.approx(want_z, abs=1e-9)
@@ -127,8 +114,8 @@ def test_path_log_probs_are_a_distribution(problem):
 @given(problems())
 def test_padded_batch_equals_one_at_a_time(problem):
     pot, lengths = problem
-    logz = log_partition(pot, lengths, ScaledLogSemiring)
-    m = marginals(pot, lengths, ScaledLogSemiring)
+    logz = log_partition(pot, lengths, "scaled")
+    m = marginals(pot, lengths, "scaled")
     for b, n in enumerate(lengths.tolist()):
         one = pot[b : b + 1, :n]
         assert float(log_partition(one, lengths[b : b + 1])) == pytest.approx(float(logz[b]))
@@ -226,17 +213,17 @@ def test_padding_garbage_is_ignored():
 # long documents, large scores
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("scale", [1.0, 30.0, 100.0])
-@pytest.mark.parametrize("semiring", SEMIRINGS, ids=["log", "scaled", "sequential"])
-def test_long_documents_are_stable(semiring, scale):
+@pytest.mark.parametrize("scan", SCANS)
+def test_long_documents_are_stable(scan, scale):
     gen = torch.Generator().manual_seed(5)
     T, L = 1500, 9
     pot = scale * torch.randn(2, T, L, L, generator=gen, dtype=torch.float64)
     lengths = torch.tensor([T, 1100])
-    logz = log_partition(pot, lengths, semiring)
+    logz = log_partition(pot, lengths, scan)
     for b, n in enumerate(lengths.tolist()):
-        want = sequential_logz(pot[b], n)
+        want = forward_loop(pot[b], n)
         assert float(logz[b]) == pytest.approx(want, rel=1e-12, abs=1e-8)
-    node = node_marginals(pot, lengths, semiring)
+    node = node_marginals(pot, lengths, scan)
     assert bool(torch.isfinite(node).all())
     torch.testing.assert_close(node[0].sum(-1), torch.ones(T, dtype=torch.float64))
     torch.testing.assert_close(node[1, :1100].sum(-1), torch.ones(1100, dtype=torch.float64))
@@ -246,8 +233,8 @@ def test_float32_long_document_is_close():
     gen = torch.Generator().manual_seed(6)
     T, L = 1200, 9
     pot = 5 * torch.randn(1, T, L, L, generator=gen, dtype=torch.float64)
-    want = sequential_logz(pot[0], T)
-    got = float(log_partition(pot.float(), torch.tensor([T]), ScaledLogSemiring))
+    want = forward_loop(pot[0], T)
+    got = float(log_partition(pot.float(), torch.tensor([T]), "scaled"))
     assert got == pytest.approx(want, rel=1e-5)
 
 
@@ -290,8 +277,10 @@ def test_errors_name_the_offending_value():
         log_partition(pot, torch.tensor([4]))
     with pytest.raises(ValueError, match="potentials must be"):
         log_partition(torch.zeros(3, 2, 2), torch.tensor([3]))
-    with pytest.raises(ValueError, match="unknown semiring 'max'"):
-        get_semiring("max")
+    with pytest.raises(ValueError, match="unknown scan 'max'"):
+        check_scan("max")
+    with pytest.raises(ValueError, match="unknown scan 'auto'"):
+        log_partition(torch.zeros(1, 3, 2, 2), torch.tensor([3]), "auto")
 
 
 def test_scaled_product_and_its_backward_equal_torch_structs_log_matmul():
