@@ -1,5 +1,6 @@
 """The package's shape, read from its source with ``ast``: imports flow one way, no module imports
-itself back through others, and only the entry points read a config object."""
+itself back through others, and only the entry points import the config libraries (a task's
+builder reads the composed config that ``run.ComposedConfig`` lends it)."""
 
 from __future__ import annotations
 
@@ -94,7 +95,7 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_graph_is_read(graph):
-    assert "structperc.train" in graph["structperc.tasks.tagging"]
+    assert "structperc.train" in graph["structperc.tasks.training"]
     assert "structperc.learn.base" in graph["structperc.train"]
     # a TYPE_CHECKING import is not a runtime edge
     assert "structperc.model.updates" not in graph["structperc.learn.base"]
@@ -118,7 +119,7 @@ def test_the_cycle_finder_finds_cycles():
     assert strongly_connected(g) == [["a", "b", "c"]]
 
 
-def test_only_the_entry_points_read_a_config():
+def test_only_the_entry_points_import_the_config_libraries():
     readers = sorted(
         module_name(p)
         for p in PACKAGE.rglob("*.py")

@@ -14,7 +14,7 @@ from structperc.features import external
 from structperc.features.external import sources
 from structperc.features.external.tokens import casings, name_variants
 from structperc.features.pipeline import LocalFeatures
-from structperc.run import extraction_settings
+from structperc.tasks.inputs import extraction_settings
 
 
 @pytest.mark.parametrize(

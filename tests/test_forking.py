@@ -24,7 +24,7 @@ from structperc.model.weights import ChainWeights
 from structperc.monitor import Monitor
 from structperc.run import check_processes
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.tasks.report import EpochReporter
+from structperc.tasks.training import EpochReporter
 from structperc.train import fit
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="forked children need Linux")

@@ -7,8 +7,10 @@ import pytest
 import structperc.tasks.tagchunk as tagchunk
 from structperc.data.document import Document
 from structperc.features.pipeline import LocalFeatures
-from structperc.learn.fitting import FitSettings
 from structperc.learn.perceptron import Perceptron
+from structperc.tasks.labeler import LabelerSettings, has_chunks, score_predictions, train_labeler
+from structperc.tasks.tagchunk import TagchunkSettings
+from structperc.tasks.training import FitSettings
 
 
 def sentences(n: int) -> list[Document]:
@@ -32,13 +34,13 @@ def test_each_block_is_tagged_by_a_tagger_trained_on_the_others(monkeypatch):
     no sentence's own tag may come back, and every other sentence's must."""
     trained_on: dict = {}
 
-    def fake_run_tagging(*, corpus, out_dir, **_):
-        trained_on[out_dir] = {d.tags[0] for d in corpus["train"]}  # POS task: tags = POS
+    def fake_train_labeler(settings, out_dir):
+        trained_on[out_dir] = {d.tags[0] for d in settings.corpus["train"]}  # POS task: tags = POS
 
     def fake_predict(model, docs, batch_size, device):
         return [["|".join(sorted(model))] for _ in docs]
 
-    monkeypatch.setattr(tagchunk, "run_tagging", fake_run_tagging)
+    monkeypatch.setattr(tagchunk, "train_labeler", fake_train_labeler)
     monkeypatch.setattr(tagchunk, "load_tagger", lambda out: trained_on[out])
     monkeypatch.setattr(tagchunk, "predict_labels", fake_predict)
     train = sentences(9)
@@ -85,18 +87,12 @@ def test_bad_settings_are_refused():
             sentences(3), folds=1, pos_features=None, pos_learner=None,
             settings=FitSettings(), batch_size=4,
         )  # fmt: skip
+    unset = dict(corpus={}, pos_features=None, chunk_features=None, pos_learner=None,
+                 chunk_learner=None, fit=FitSettings(), dev_sentences=1)  # fmt: skip
     with pytest.raises(ValueError, match="chunk_train_pos"):
-        tagchunk.run_tagchunk(
-            corpus={}, pos_features=None, chunk_features=None, pos_learner=None,
-            chunk_learner=None, out_dir=None, settings=FitSettings(), dev_sentences=1,
-            cache_dir=None, cache_keys={}, chunk_train_pos="gold",
-        )  # fmt: skip
+        TagchunkSettings(**unset, chunk_train_pos="gold")
     with pytest.raises(ValueError, match="chunk_encoding"):
-        tagchunk.run_tagchunk(
-            corpus={}, pos_features=None, chunk_features=None, pos_learner=None,
-            chunk_learner=None, out_dir=None, settings=FitSettings(), dev_sentences=1,
-            cache_dir=None, cache_keys={}, chunk_encoding="bioul",
-        )  # fmt: skip
+        TagchunkSettings(**unset, chunk_encoding="bioul")
 
 
 def test_iobes_chunks_are_copies():
@@ -107,8 +103,6 @@ def test_iobes_chunks_are_copies():
 
 
 def test_a_chain_trained_on_iobes_is_scored_in_iob2():
-    from structperc.tasks.tagging import score_predictions
-
     labels = ["O", "B-NP", "E-NP", "S-NP"]
     docs = tagchunk.encode_chunks(
         [Document(["a", "b", "c"], tags=["B-NP", "I-NP", "B-NP"], source="s:0")], "iobes"
@@ -129,26 +123,21 @@ def test_dev_sentences_zero_is_the_final_fit_on_every_sentence():
 
 
 def train_words(tmp_path, corpus, *, eval_every=0, write_predictions=False) -> dict:
-    """``run_tagging`` of a word-only averaged perceptron, 3 epochs, on a tiny ``corpus``."""
-    from structperc.tasks.tagging import run_tagging
-
-    return run_tagging(
+    """``train_labeler`` of a word-only averaged perceptron, 3 epochs, on a tiny ``corpus``."""
+    settings = LabelerSettings(
         corpus=corpus,
         features=LocalFeatures(
             attributes=["w"], bigram_attributes=[], gazetteer="none", min_count=1, edges=False
         ),
         learner=Perceptron(average=True),
-        out_dir=tmp_path,
-        cache_dir=None,
-        cache_key={},
-        settings=FitSettings(max_epochs=3, progress=False),
+        fit=FitSettings(max_epochs=3, progress=False),
         eval_every=eval_every,
         batch_size=4,
         save=False,
         write_predictions=write_predictions,
-        hparams={},
         checkpoint=False,
     )
+    return train_labeler(settings, tmp_path)
 
 
 def test_an_iobes_chunker_writes_iob2_gold_and_predictions(tmp_path):
@@ -163,8 +152,6 @@ def test_an_iobes_chunker_writes_iob2_gold_and_predictions(tmp_path):
 
 
 def test_a_pos_chain_reports_token_accuracy_not_a_chunk_f1(tmp_path, caplog):
-    from structperc.tasks.tagging import has_chunks
-
     assert has_chunks(["O", "B-NP"]) and has_chunks(["I-PER", "O"]) and has_chunks(["S-NP"])
     assert not has_chunks(["DT", "NN", "VBD", "-LRB-", "O"])
     words = "the cat sat on a mat".split()

@@ -187,7 +187,8 @@ def tagchunk_pos_settings() -> dict:
     """The tagchunk POS tagger's settings, read from the project's Hydra config so that they
     cannot drift: ``+experiment=conll00_tagchunk`` composed as ``python -m structperc.run`` does,
     its features with the task's ``pos_attributes``, ``pos_bigrams`` and ``pos_trigrams``, no
-    gazetteer (``structperc.run.tagchunk``, the "pos" part), and ``task.dev_sentences``."""
+    gazetteer (``structperc.tasks.tagchunk.tagchunk_settings``, the "pos" part), and
+    ``task.dev_sentences``."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 

@@ -1,12 +1,27 @@
-"""Task drivers: one run end to end, from plain objects (``run.py`` builds them from the config).
+"""Tasks: one run end to end, each a module that registers itself (``registry.py``).
 
-    tagging.py   sequence labeling (CoNLL-2003 NER): the chain, or the document rescoring
-                 structure for learners with non-local features (Kazama & Torisawa 2007)
-    joint.py     joint POS tagging + NP chunking with the label-chunk structure (Shimizu & Haas)
-    cascade.py   linear-chain POS tagger and NP chunker, and their cascade (the joint baselines)
-    rerank.py    reranking n-best lists with global features (Collins 2002; Kazama & Torisawa)
-    jackknife.py its first models, one fold of the jackknife a job, and their n-best lists
-    report.py    what they all write: TensorBoard curves, the log, results.json
+A task module defines one frozen settings dataclass, a builder (the composed config, lent by
+``run.ComposedConfig`` -> the settings) and a driver ((settings, run folder, process group) ->
+results), registered with ``@task(name, build=..., headline=..., distributed=...)``;
+``conf/task/<name>.yaml`` names the module (``module:``), which ``run.py`` imports.  A new task
+is those two files, inside the package or outside it.
 
-A task is chosen by the Hydra group ``task`` (``conf/task/*.yaml``).
+    tagging.py     sequence labeling (CoNLL-2003 NER): one labeler (``labeler.py``)
+    joint.py       joint POS tagging + NP chunking with the label-chunk structure (Shimizu & Haas)
+    cascade.py     linear-chain POS tagger and NP chunker, and their cascade (the joint baselines)
+    rerank.py      a first model's jackknifed n-best lists and a ranker (Collins; Kazama 6.3)
+    tagchunk.py    a POS tagger and a chunker on CoNLL-2000: the column tagger (``loading.py``)
+
+What they share, through functions (no task calls another's driver):
+
+    registry.py    name -> builder + driver, the headline metric, whether it runs distributed
+    inputs.py      what builders read in common: the corpus, local features and their cache key
+    training.py    the train-and-report skeleton (``TrainingRun``, ``ModelSettings``,
+                   ``EpochReporter``), and the training loop's names for the tasks
+    report.py      what they write after training: results.json, conlleval's scores
+    labeler.py     a sequence labeler trained, scored and saved (tagging, tagchunk's chains)
+    structure.py   ``structure_for``: a labeler's structure, for training and for loading
+    loading.py     trained labelers back from their folders, and the column tagger
+    pos_np.py      the joint and cascade tasks' measures, names and prediction file
+    jackknife.py   the rerank task's first models, one fold of the jackknife a job, their lists
 """

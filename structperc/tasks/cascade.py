@@ -19,23 +19,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from structperc.data.document import Document
 from structperc.data.label_chunk import POS_TAGS, np_labels, pos_labels, with_pos
+from structperc.distributed import SERIAL, Group
 from structperc.features.part_features import CHUNKER_TEMPLATES, TAGGER_TEMPLATES, PartFeatures
 from structperc.features.templates import Template
-from structperc.learn.fitting import EpochLog, FitResult, FitSettings
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
-from structperc.monitor import Monitor
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.tasks.joint import log_test, paper_name, scores, write_predictions
-from structperc.tasks.report import finish, history_rows, timed
-from structperc.train import fit
+from structperc.tasks.inputs import corpus_with_test
+from structperc.tasks.pos_np import log_test, paper_name, scores, write_predictions
+from structperc.tasks.registry import task
+from structperc.tasks.report import timed
+from structperc.tasks.training import EpochLog, FitResult, FitSettings, TrainingRun, history_rows
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,37 @@ class ChainModel:
         return [[labels[i] for i in p] for p in ids]
 
 
+@dataclass(frozen=True)
+class CascadeSettings:
+    """What a cascade run needs: the corpus (``train`` and ``test``), the learner of both chains,
+    the training loop's settings, the features' count cutoff (``min_count``), the decoding
+    batch, the test predictions' file and the run's settings (``hparams``)."""
+
+    corpus: dict[str, list[Document]]
+    learner: object
+    fit: FitSettings
+    min_count: int = 1
+    batch_size: int = 32
+    write_predictions: bool = True
+    hparams: dict = field(default_factory=dict)
+
+
+def cascade_settings(config) -> CascadeSettings:
+    """The cascade run of the composed ``config`` (``run.ComposedConfig``)."""
+    cfg = config.cfg
+    return CascadeSettings(
+        corpus=corpus_with_test(config),
+        learner=config.make(cfg.learner),
+        fit=config.fit_settings(),
+        min_count=int(cfg.features.get("min_count", 1)),
+        batch_size=cfg.trainer.batch_size,
+        write_predictions=cfg.write_predictions,
+        hparams=config.hparams(),
+    )
+
+
 def train_chain(
+    run: TrainingRun,
     learner,
     train: list[Document],
     labels_of: Callable[[Document], list[str]],
@@ -70,7 +101,7 @@ def train_chain(
     min_count: int = 1,
     on_epoch: Callable[[EpochLog], None] | None = None,
 ) -> ChainModel:
-    """Fit features and a chain model on ``train`` (``structperc.train.fit``)."""
+    """Fit features and a chain model on ``train`` into ``run`` (``TrainingRun.fit``)."""
     features = PartFeatures({GROUP: templates}, min_count=min_count).fit(train)
     mats = features.transform(train)[GROUP]
     index = {t: i for i, t in enumerate(labels)}
@@ -78,62 +109,56 @@ def train_chain(
     weights = ChainWeights(features.num_features[GROUP], list(labels)).to(settings.device)
     structure = ChainStructure(weights)
     updater = Updater(weights, average=learner.average)
-    result = fit(learner, structure, updater, ChainData(mats, gold), settings, on_epoch=on_epoch)
-    updater.finalize()
+    result = run.fit(
+        learner, structure, updater, ChainData(mats, gold), settings, on_epoch=on_epoch
+    )
     return ChainModel(features, structure, result)
 
 
-def train_tagger(learner, train: list[Document], templates, **kw) -> ChainModel:
+def train_tagger(run: TrainingRun, learner, train: list[Document], templates, **kw) -> ChainModel:
     """The POS tagger: labels are the five collapsed POS tags."""
-    return train_chain(learner, train, pos_labels, POS_TAGS, templates, **kw)
+    return train_chain(run, learner, train, pos_labels, POS_TAGS, templates, **kw)
 
 
-def train_chunker(learner, train: list[Document], templates, **kw) -> ChainModel:
+def train_chunker(run: TrainingRun, learner, train: list[Document], templates, **kw) -> ChainModel:
     """The NP chunker: labels B-NP / I-NP / O, features include the (gold) collapsed POS tags."""
-    return train_chain(learner, train, np_labels, NP_LABELS, templates, **kw)
+    return train_chain(run, learner, train, np_labels, NP_LABELS, templates, **kw)
 
 
-def run_cascade(
-    *,
-    corpus: dict[str, list[Document]],
-    learner,
-    out_dir: Path,
-    settings: FitSettings,
-    min_count: int = 1,
-    batch_size: int = 32,
-    write_test_predictions: bool = True,
-    hparams: dict | None = None,
-) -> dict:
+@task("cascade", build=cascade_settings, headline=("test.np_f1",))
+def run_cascade(settings: CascadeSettings, out_dir: Path, group: Group = SERIAL) -> dict:
     """Train the POS tagger and the NP chunker on ``corpus["train"]`` (each for the epochs of
-    ``settings``), evaluate on test: each alone and the cascade (the chunker reading the
+    ``settings.fit``), evaluate on test: each alone and the cascade (the chunker reading the
     tagger's POS tags)."""
-    torch.manual_seed(settings.seed)
-    device = settings.device
-    out_dir.mkdir(parents=True, exist_ok=True)
-    train, test = corpus["train"], corpus["test"]
-    monitor = Monitor(out_dir / "tb")
-    kw = dict(settings=settings, min_count=min_count)
+    s, learner = settings, settings.learner
+    torch.manual_seed(s.fit.seed)
+    device = s.fit.device
+    run = TrainingRun(out_dir, group)
+    train, test = s.corpus["train"], s.corpus["test"]
+    kw = dict(settings=s.fit, min_count=s.min_count)
 
     def logger(stage: str):
         def on_epoch(ep: EpochLog) -> None:
-            monitor.scalars(ep.epoch, {f"{stage}/word_error": ep.word_error})
+            run.monitor.scalars(ep.epoch, {f"{stage}/word_error": ep.word_error})
             log.info(
                 "%s epoch %d: word error %.4f, %.1fs", stage, ep.epoch, ep.word_error, ep.seconds
             )
 
         return on_epoch
 
-    tagger = train_tagger(learner, train, TAGGER_TEMPLATES, on_epoch=logger("tagger"), **kw)
-    chunker = train_chunker(learner, train, CHUNKER_TEMPLATES, on_epoch=logger("chunker"), **kw)
+    tagger = train_tagger(run, learner, train, TAGGER_TEMPLATES, on_epoch=logger("tagger"), **kw)
+    chunker = train_chunker(
+        run, learner, train, CHUNKER_TEMPLATES, on_epoch=logger("chunker"), **kw
+    )
 
     def decode_test():
-        pos = tagger.predict(test, batch_size, device)
-        np_given = chunker.predict(test, batch_size, device)
-        np_cascade = chunker.predict(with_pos(test, pos), batch_size, device)
+        pos = tagger.predict(test, s.batch_size, device)
+        np_given = chunker.predict(test, s.batch_size, device)
+        np_cascade = chunker.predict(with_pos(test, pos), s.batch_size, device)
         return pos, np_given, np_cascade
 
     (pos, np_given, np_cascade), decode_seconds = timed(decode_test)
-    if write_test_predictions:
+    if s.write_predictions:
         write_predictions(out_dir / "test.pred.txt", test, pos, np_cascade)
 
     def stage(model: ChainModel) -> dict:
@@ -158,8 +183,8 @@ def run_cascade(
         "train_seconds": sum(sum(h.seconds for h in m.result.history) for m in (tagger, chunker)),
         "test_decode_seconds": decode_seconds,
         "test": scores(test, pos, np_cascade),
-        "hparams": hparams or {},
+        "hparams": s.hparams,
     }
-    finish(out_dir, monitor, results, {f"test_{k}": v for k, v in results["test"].items()})
+    run.finish(results, {f"test_{k}": v for k, v in results["test"].items()})
     log_test(out_dir, results["test"])
     return results

@@ -16,12 +16,11 @@ from pathlib import Path
 import torch
 
 from structperc.data.candidates import save_candidates
-from structperc.learn.fitting import FitSettings
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.rerank.candidates import ALL, ListSettings, as_units, fold_documents, nbest_lists
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import fit
+from structperc.tasks.training import FitSettings, fit
 
 log = logging.getLogger(__name__)
 

@@ -21,21 +21,24 @@ from structperc.model.files import load_model
 from structperc.model.weights import ChainWeights
 from structperc.structures.chain import ChainData, ChainStructure, sub_document
 from structperc.structures.rescoring import DocumentRescoring
+from structperc.tasks.structure import structure_for
 
 
 def structure_from_model(
     weights: ChainWeights, info: dict, *, n: int | None = None, constraints: str | None = None
 ) -> ChainStructure | DocumentRescoring:
-    """The structure of a saved model (``model.files.load_model``'s weights and info).
+    """The structure of a saved model (``model.files.load_model``'s weights and info), by
+    ``structure.structure_for``.
 
     A model with non-local features rescores the ``n`` best (default: the n' it was saved
     with); ``constraints`` defaults to the model's own.
     """
-    constraints = constraints or info.get("constraints", "none")
-    if "document_features" in info:
-        n = n or info.get("n_test", 100)
-        return DocumentRescoring(weights, info["document_features"], n, constraints)
-    return ChainStructure(weights, constraints)
+    return structure_for(
+        weights,
+        info.get("document_features"),
+        n=n or info.get("n_test", 100),
+        constraints=constraints or info.get("constraints", "none"),
+    )
 
 
 def load_tagger(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -29,12 +29,12 @@ from structperc.data.candidates import CandidateSet, candidates_exist, load_cand
 from structperc.data.conll import write_conll
 from structperc.data.document import Document
 from structperc.data.tags import encode_labels, label_set
+from structperc.distributed import SERIAL, Group
 from structperc.eval.chunks import evaluate
 from structperc.features.cache import extract_features
 from structperc.features.collins import LowercaseLexicon
 from structperc.features.document import NonLocalFeatures
 from structperc.features.pipeline import LocalFeatures
-from structperc.learn.fitting import FitSettings
 from structperc.model.ranker_weights import RankerWeights
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
@@ -50,9 +50,11 @@ from structperc.rerank.features import (
 from structperc.structures.candidates import CandidateList
 from structperc.structures.chain import ChainData
 from structperc.structures.voting import VoteState
+from structperc.tasks.inputs import document_features, tagging_inputs
 from structperc.tasks.jackknife import generate_fold
-from structperc.tasks.report import EpochReporter, chunk_scores, finish, history_rows
-from structperc.train import fit
+from structperc.tasks.registry import task
+from structperc.tasks.report import chunk_scores, finish
+from structperc.tasks.training import Evaluation, FitSettings, TrainingRun, history_rows
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,80 @@ class RankerSettings:
     def __post_init__(self):
         if self.features not in FEATURE_MAPS:
             raise ValueError(f"task.features must be one of {FEATURE_MAPS}, got {self.features!r}")
+
+
+@dataclass(frozen=True)
+class RerankSettings:
+    """What a rerank run needs.
+
+    corpus, features: as for tagging (``features`` fitted in place), with the feature cache
+    (``cache_dir``, ``cache_key``); first_learner, fit: the first models' learner and training
+    loop; lists_dir, lists_key, lists: where the n-best lists are cached, what made them, and
+    how (``ListSettings``: folds, unit, n, n'); ranker, ranker_fit, second: the second stage's
+    learner, its training loop (``task.epochs``) and ``RankerSettings``; fold: a fold job
+    (make that fold's lists and stop) or None; doc_features: the non-local features (None: the
+    defaults); eval_every: dev F1 every so many epochs; write_predictions; hparams.
+    """
+
+    corpus: dict[str, list[Document]]
+    features: LocalFeatures
+    first_learner: object
+    ranker: object
+    fit: FitSettings
+    ranker_fit: FitSettings
+    lists: ListSettings
+    second: RankerSettings
+    lists_dir: str | Path
+    lists_key: dict
+    cache_dir: str | Path | None = None
+    cache_key: dict = field(default_factory=dict)
+    fold: int | str | None = None
+    doc_features: NonLocalFeatures | None = None
+    eval_every: int = 1
+    write_predictions: bool = True
+    hparams: dict = field(default_factory=dict)
+
+
+def rerank_settings(config) -> RerankSettings:
+    """The rerank run (or fold job) of the composed ``config`` (``run.ComposedConfig``)."""
+    cfg = config.cfg
+    corpus, features, key = tagging_inputs(config)
+    task = cfg.task
+    settings = config.fit_settings()
+    lists = ListSettings(folds=task.folds, unit=task.unit, n=task.n, n_test=task.n_test)
+    trainer = {k: cfg.trainer[k] for k in ("max_epochs", "tol", "patience", "shuffle")}
+    first = config.plain(cfg.learner)
+    if first.get("support") == "all":  # (the CRF's default: its lists keep the key they had)
+        del first["support"]
+    lists_key = {
+        "learner": first,
+        "trainer": trainer | {"seed": cfg.seed},
+        "features": key,
+        "lists": {"folds": task.folds, "unit": task.unit},  # n and n_test name the files
+    }
+    if not features.edges:  # (keys of the default model stay as they were)
+        lists_key["edges"] = False
+    keys = ("features", "base_feature", "base_weight", "local_features", "target", "min_units")
+    second = RankerSettings(**{k: task[k] for k in keys}, select_on_dev=task.select_on_dev)
+    return RerankSettings(
+        corpus=corpus,
+        features=features,
+        first_learner=config.make(cfg.learner),
+        ranker=config.make(cfg.ranker),
+        cache_dir=cfg.cache_dir,
+        cache_key=key,
+        lists_dir=task.lists_dir,
+        lists_key=lists_key,
+        fit=settings,
+        ranker_fit=replace(settings, max_epochs=task.epochs),
+        lists=lists,
+        second=second,
+        fold=task.fold,
+        doc_features=document_features(config),
+        eval_every=cfg.trainer.eval_every,
+        write_predictions=cfg.write_predictions,
+        hparams=config.hparams("ranker"),
+    )
 
 
 def unit_predictions(docs: list[Document], units: torch.Tensor, rows: list[list[str]]):
@@ -122,54 +198,39 @@ def list_figures(lists: CandidateSet, docs: list[Document], labels: list[str], n
     }
 
 
-def run_rerank(
-    *,
-    corpus: dict[str, list[Document]],
-    features: LocalFeatures,
-    first_learner,
-    ranker,
-    out_dir: Path,
-    cache_dir: str | Path | None,
-    cache_key: dict,
-    lists_dir: str | Path,
-    lists_key: dict,
-    settings: FitSettings,
-    ranker_settings: FitSettings,
-    lists: ListSettings,
-    second: RankerSettings,
-    fold: int | str | None = None,
-    doc_features: NonLocalFeatures | None = None,
-    eval_every: int = 1,
-    write_predictions: bool = True,
-    hparams: dict | None = None,
-) -> dict:
-    """The stages of the module docstring; with ``fold`` set, only that fold's lists."""
+@task("rerank", build=rerank_settings, headline=("dev.f1", "test.f1"))
+def run_rerank(settings: RerankSettings, out_dir: Path, group: Group = SERIAL) -> dict:
+    """The stages of the module docstring; with ``settings.fold`` set, only that fold's lists."""
+    st, corpus, lists, second = settings, settings.corpus, settings.lists, settings.second
+    ranker = st.ranker
     t_job = time.perf_counter()
-    torch.manual_seed(settings.seed)
+    torch.manual_seed(st.fit.seed)
     out_dir.mkdir(parents=True, exist_ok=True)
-    features, mats, feat_seconds, _ = extract_features(features, corpus, cache_dir, cache_key)
+    features, mats, feat_seconds, _ = extract_features(
+        st.features, corpus, st.cache_dir, st.cache_key
+    )
     labels = label_set(corpus["train"])
     data = {s: ChainData(mats[s], encode_labels(docs, labels), docs) for s, docs in corpus.items()}
-    folder = lists_folder(lists_dir, lists_key)
+    folder = lists_folder(st.lists_dir, st.lists_key)
     evaluated = {s: data[s] for s in ("dev", "test") if s in data}
     make = dict(
-        learner=first_learner,
+        learner=st.first_learner,
         train=data["train"],
         evaluate=evaluated,
         num_features=features.num_features,
         labels=labels,
-        settings=settings,
+        settings=st.fit,
         lists=lists,
         folder=folder,
-        meta={"key": lists_key, "labels": labels},
+        meta={"key": st.lists_key, "labels": labels},
         edges=features.edges,
     )
     folds = [*range(lists.folds), ALL]
-    if fold is not None:  # a fold job of a multirun
+    if st.fold is not None:  # a fold job of a multirun
         t0 = time.perf_counter()
-        generate_fold(fold if fold == ALL else int(fold), **make)
-        results = {"fold": str(fold), "lists": str(folder), "seconds": time.perf_counter() - t0}
-        finish(out_dir, Monitor(None), results | {"hparams": hparams or {}}, {})
+        generate_fold(st.fold if st.fold == ALL else int(st.fold), **make)
+        results = {"fold": str(st.fold), "lists": str(folder), "seconds": time.perf_counter() - t0}
+        finish(out_dir, Monitor(None), results | {"hparams": st.hparams}, {})
         return results
     t0 = time.perf_counter()
     for f in folds:
@@ -188,7 +249,7 @@ def run_rerank(
     rows = {"train": list_rows(train_lists, units["train"][0], n=lists.n, target=second.target)}
     for s, (cands, _) in split_lists.items():
         rows[s] = list_rows(cands, units[s][0], n=lists.n_test, target=None)
-    csr, num_global = global_features(second, rows, corpus, labels, doc_features)
+    csr, num_global = global_features(second, rows, corpus, labels, st.doc_features)
     ranking = {s: ranking_data(rows[s], csr[s], units[s][0]) for s in rows}
     features_seconds = time.perf_counter() - t0
 
@@ -197,11 +258,11 @@ def run_rerank(
         if second.local_features
         else None
     )
-    weights = RankerWeights(num_global, chain).to(settings.device)
+    weights = RankerWeights(num_global, chain).to(st.fit.device)
     base_scale = ranker.base_scale if second.base_feature else 0.0
     structure = CandidateList(weights, base_scale, second.base_weight)
     updater = Updater(weights, average=ranker.average, record=ranker.vote)
-    monitor = Monitor(out_dir / "tb")
+    run = TrainingRun(out_dir, group)
     eval_split = "dev" if "dev" in ranking else "test"
     best: dict = {"f1": -1.0}
 
@@ -212,7 +273,7 @@ def run_rerank(
         if ranker.vote:
             voters[split].advance(updater.history or [])
             return voters[split].best_rows(updater.seen)
-        return structure.winners(ranking[split], settings.device, cache=batches[split])
+        return structure.winners(ranking[split], st.fit.device, cache=batches[split])
 
     def split_f1(split: str, winners: list[int]) -> tuple:
         tags = [[labels[i] for i in ranking[split].row(r).tolist()] for r in winners]
@@ -229,11 +290,10 @@ def run_rerank(
 
     t0 = time.perf_counter()
     # not forkable: the evaluation keeps the best epoch's weights
-    report = EpochReporter(
-        monitor, updater, eval_every, eval_split, evaluate_during_training, ("f1",), False
+    evaluation = Evaluation(eval_split, evaluate_during_training, ("f1",), st.eval_every, False)
+    result = run.fit(
+        ranker, structure, updater, ranking["train"], st.ranker_fit, evaluation=evaluation
     )
-    result = fit(ranker, structure, updater, ranking["train"], ranker_settings, on_epoch=report)
-    updater.finalize()
     ranking_seconds = time.perf_counter() - t0
     chosen_epoch = None
     if second.select_on_dev and "tables" in best:
@@ -264,7 +324,7 @@ def run_rerank(
         ns = sorted(n for n in {*second.oracle_n, lists.n, lists.n_test} if n <= lists.n_test)
         results[split] = chunk_scores(s) | list_figures(cands, corpus[split], labels, ns)
         log.info("%s: F1 %.2f (first model %.2f)", split, s.f1, results[split]["base_f1"])
-        if write_predictions:
+        if st.write_predictions:
             write_conll(out_dir / f"{split}.pred.txt", corpus[split], pred)
     results["seconds"] = {
         "features": feat_seconds,
@@ -279,9 +339,8 @@ def run_rerank(
     }
     results["lists_settings"] = asdict(lists)
     results["history"] = history_rows(result.history)
-    results["hparams"] = hparams or {}
-    finish(out_dir, monitor, results, {f"{s}_f1": results[s]["f1"] for s in evaluated})
-    return results
+    results["hparams"] = st.hparams
+    return run.finish(results, {f"{s}_f1": results[s]["f1"] for s in evaluated})
 
 
 def global_features(

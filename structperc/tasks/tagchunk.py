@@ -2,9 +2,10 @@
 
 Kazama & Torisawa (2007, Table 5) replace the given POS and chunk columns of CoNLL-2003 by a
 tagger's (TagChunk), and a user's text has no such columns at all: this task trains that
-tagger with structperc's own learners.  Both are first-order chains trained by the tagging task
-(``tasks/tagging.py``) on the training sentences minus the last ``dev_sentences`` (their dev set;
-``dev_sentences=0``: on all of them, the final fit once the settings are chosen on dev):
+tagger with structperc's own learners.  Both are first-order chains, each trained as the
+tagging task trains its labeler (``labeler.train_labeler``), on the training sentences minus the
+last ``dev_sentences`` (their dev set; ``dev_sentences=0``: on all of them, the final fit once
+the settings are chosen on dev):
 
     pos/     the POS tagger: the 45 Penn Treebank tags of the data's POS column, from token
              attributes only (words, affixes, shapes; ``pos_attributes``)
@@ -34,19 +35,23 @@ import copy
 import logging
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from structperc.data.conll import with_columns
 from structperc.data.document import Document
 from structperc.data.tags import iob2_to_iobes
 from structperc.data.treebank import as_treebank
+from structperc.distributed import SERIAL, Group
 from structperc.eval.chunks import evaluate
-from structperc.features.cache import cache_key
+from structperc.features.cache import cache_key, feature_cache_key
 from structperc.features.pipeline import LocalFeatures
 from structperc.io import atomic_write_json, read_json
-from structperc.learn.fitting import FitSettings
+from structperc.tasks.inputs import corpus_with_test, data_files, extraction_settings
+from structperc.tasks.labeler import LabelerSettings, train_labeler
 from structperc.tasks.loading import ColumnTagger, load_tagger, predict_labels
-from structperc.tasks.tagging import run_tagging
+from structperc.tasks.registry import task
+from structperc.tasks.training import FitSettings
 
 log = logging.getLogger(__name__)
 
@@ -124,21 +129,17 @@ def jackknife_pos(
             held = [i for i, b in enumerate(blocks) if b == k]
             rest = [d for d, b in zip(pos_docs, blocks, strict=True) if b != k]
             out = Path(tmp) / str(k)
-            run_tagging(
+            fold_tagger = LabelerSettings(
                 corpus={"train": rest},
                 features=copy.deepcopy(pos_features),
                 learner=copy.deepcopy(pos_learner),
-                out_dir=out,
-                cache_dir=None,
-                cache_key={},
-                settings=settings,
+                fit=settings,
                 eval_every=0,
                 batch_size=batch_size,
-                save=True,
                 write_predictions=False,
-                hparams={},
                 checkpoint=False,
             )
+            train_labeler(fold_tagger, out)
             held_docs = [train[i] for i in held]
             pred = predict_labels(load_tagger(out), held_docs, batch_size, settings.device)
             for i, p in zip(held, pred, strict=True):
@@ -173,88 +174,160 @@ def cached_jackknife(
     return out, False
 
 
-def run_tagchunk(
-    *,
-    corpus: dict[str, list[Document]],
-    pos_features: LocalFeatures,
-    chunk_features: LocalFeatures,
-    pos_learner,
-    chunk_learner,
-    out_dir: Path,
-    settings: FitSettings,
-    dev_sentences: int,
-    cache_dir,
-    cache_keys: dict[str, dict],
-    eval_every: int = 1,
-    batch_size: int = 64,
-    hparams: dict | None = None,
-    chunk_train_pos: str = "given",
-    pos_folds: int = 5,
-    chunk_encoding: str = "iob2",
-    jackknife_key: dict | None = None,
-) -> dict:
-    """Train the two chains into ``out_dir/pos`` and ``out_dir/chunk``; score the cascade.
+@dataclass(frozen=True)
+class TagchunkSettings:
+    """What a tagchunk run needs: the corpus (``train`` and ``test``), each chain's local
+    features and learner (fitted and trained in place), the training loop's settings, the dev
+    sentences taken from the end of train (``split_dev``), the feature cache (``cache_dir``;
+    ``cache_keys``: what decides each part's features), dev F1 every ``eval_every`` epochs, the
+    decoding batch, the run's settings (``hparams``), and the chunker's training data:
 
-    ``chunk_train_pos``: the POS column the chunker trains on, the data's (``given``) or a
-    ``pos_folds``-fold jackknife of the tagger's (``jackknife``, ``jackknife_pos``).
-    ``chunk_encoding``: the chunker's training tags, ``iob2`` (the data's) or ``iobes``.
-    ``jackknife_key``: what decides the fold taggers' tags; given, their column is cached in
-    ``cache_dir`` (``cached_jackknife``)."""
-    check_choice("chunk_train_pos", chunk_train_pos, CHUNK_TRAIN_POS)  # before any training
-    check_choice("chunk_encoding", chunk_encoding, CHUNK_ENCODINGS)
+    chunk_train_pos: the POS column it trains on, the data's (``given``) or a ``pos_folds``-fold
+        jackknife of the tagger's (``jackknife``, ``jackknife_pos``);
+    chunk_encoding: its training tags, ``iob2`` (the data's) or ``iobes``;
+    jackknife_key: what decides the fold taggers' tags; given, their column is cached in
+        ``cache_dir`` (``cached_jackknife``).
+
+    The choices are checked here, before any training."""
+
+    corpus: dict[str, list[Document]]
+    pos_features: LocalFeatures
+    chunk_features: LocalFeatures
+    pos_learner: object
+    chunk_learner: object
+    fit: FitSettings
+    dev_sentences: int
+    cache_dir: str | Path | None = None
+    cache_keys: dict[str, dict] = field(default_factory=dict)
+    eval_every: int = 1
+    batch_size: int = 64
+    hparams: dict = field(default_factory=dict)
+    chunk_train_pos: str = "given"
+    pos_folds: int = 5
+    chunk_encoding: str = "iob2"
+    jackknife_key: dict | None = None
+
+    def __post_init__(self):
+        check_choice("chunk_train_pos", self.chunk_train_pos, CHUNK_TRAIN_POS)
+        check_choice("chunk_encoding", self.chunk_encoding, CHUNK_ENCODINGS)
+
+
+def tagchunk_settings(config) -> TagchunkSettings:
+    """The tagchunk run of the composed ``config`` (``run.ComposedConfig``): the ``features``
+    group with each part's templates (``task.<part>_attributes``, ``_bigrams``, ``_trigrams``),
+    no gazetteer, and the chunker's ``task.chunk_edges``; the cache keys of both parts and of
+    the jackknifed POS column."""
+    cfg = config.cfg
+    corpus = corpus_with_test(config)
+    task, keys, built = cfg.task, {}, {}
+    files = data_files(config, corpus)
+    for part in ("pos", "chunk"):
+        fcfg = config.plain(cfg.features)
+        fcfg.update(
+            attributes=list(task[f"{part}_attributes"]),
+            bigram_attributes=list(task[f"{part}_bigrams"]),
+            trigram_attributes=list(task.get(f"{part}_trigrams") or []),
+            gazetteer="none",
+            gazetteers=[],
+        )
+        if part == "chunk" and task.get("chunk_edges") is not None:
+            fcfg["edges"] = bool(task.chunk_edges)  # the weight tables', not the feature ids'
+        built[part] = config.make(fcfg)
+        extraction = extraction_settings(fcfg)
+        extraction["part"] = part
+        keys[part] = feature_cache_key(extraction, files, cfg.data.max_docs) | {
+            "dev_sentences": task.dev_sentences
+        }
+    train_pos, jackknife_key = task.get("chunk_train_pos", "given"), None
+    if train_pos != "given":  # the chunker's training POS column is the fold taggers'
+        keys["chunk"] |= {
+            "chunk_train_pos": train_pos,
+            "pos_folds": task.pos_folds,
+            "pos_tagger": {  # what decides the fold taggers' tags
+                "features": keys["pos"],
+                "learner": config.plain(cfg.learner),
+                "trainer": {k: cfg.trainer[k] for k in ("max_epochs", "tol", "patience")},
+                "shuffle": cfg.trainer.shuffle,
+                "seed": cfg.seed,
+            },
+        }
+        # the fold taggers' column is cached apart: a run that changes only the chunker reuses it
+        jackknife_key = {k: keys["chunk"][k] for k in ("pos_folds", "pos_tagger")}
+    return TagchunkSettings(
+        corpus=corpus,
+        pos_features=built["pos"],
+        chunk_features=built["chunk"],
+        pos_learner=config.make(cfg.learner),
+        chunk_learner=config.make(cfg.learner),
+        fit=config.fit_settings(),
+        dev_sentences=task.dev_sentences,
+        cache_dir=cfg.cache_dir,
+        cache_keys=keys,
+        eval_every=cfg.trainer.eval_every,
+        batch_size=cfg.trainer.batch_size,
+        hparams=config.hparams(),
+        chunk_train_pos=train_pos,
+        pos_folds=int(task.get("pos_folds", 5)),
+        chunk_encoding=task.get("chunk_encoding", "iob2"),
+        jackknife_key=jackknife_key,
+    )
+
+
+@task("tagchunk", build=tagchunk_settings, headline=("dev.chunk_f1",), missing=float("nan"))
+def run_tagchunk(settings: TagchunkSettings, out_dir: Path, group: Group = SERIAL) -> dict:
+    """Train the two chains into ``out_dir/pos`` and ``out_dir/chunk`` (``train_labeler``) and
+    score the cascade; returns the results (no headline without a dev split: nan)."""
+    s = settings
     t_job = time.perf_counter()
     out_dir.mkdir(parents=True, exist_ok=True)
-    treebank = {s: [as_treebank(d) for d in docs] for s, docs in corpus.items()}  # no-op on WSJ
-    splits = split_dev(treebank, dev_sentences)
-    unfitted = copy.deepcopy(pos_features), copy.deepcopy(pos_learner)
-    common = dict(
-        settings=settings,
-        eval_every=eval_every if "dev" in splits else 0,  # never test during training
-        batch_size=batch_size,
-        save=True,
-        write_predictions=False,
-        hparams=hparams or {},
-        cache_dir=cache_dir,
-    )
-    pos = run_tagging(
-        corpus={s: as_pos_task(d) for s, d in splits.items()},
-        features=pos_features,
-        learner=pos_learner,
-        out_dir=out_dir / "pos",
-        cache_key=cache_keys["pos"],
-        **common,
+    treebank = {sp: [as_treebank(d) for d in docs] for sp, docs in s.corpus.items()}  # WSJ: no-op
+    splits = split_dev(treebank, s.dev_sentences)
+    unfitted = copy.deepcopy(s.pos_features), copy.deepcopy(s.pos_learner)
+
+    def chain(corpus: dict, features: LocalFeatures, learner, part: str) -> dict:
+        """One chain of the two, trained into ``out_dir/<part>``."""
+        labeler = LabelerSettings(
+            corpus=corpus,
+            features=features,
+            learner=learner,
+            fit=s.fit,
+            cache_dir=s.cache_dir,
+            cache_key=s.cache_keys[part],
+            eval_every=s.eval_every if "dev" in splits else 0,  # never test during training
+            batch_size=s.batch_size,
+            write_predictions=False,
+            hparams=s.hparams,
+        )
+        return train_labeler(labeler, out_dir / part)
+
+    pos = chain(
+        {sp: as_pos_task(d) for sp, d in splits.items()}, s.pos_features, s.pos_learner, "pos"
     )
     chunk_splits, jackknife_seconds = splits, 0.0
-    if chunk_train_pos == "jackknife":
+    if s.chunk_train_pos == "jackknife":
         t0 = time.perf_counter()
         train, jackknife_hit = cached_jackknife(
-            cache_dir,
-            jackknife_key,
+            s.cache_dir,
+            s.jackknife_key,
             splits["train"],
             lambda: jackknife_pos(
                 splits["train"],
-                folds=pos_folds,
+                folds=s.pos_folds,
                 pos_features=unfitted[0],
                 pos_learner=unfitted[1],
-                settings=settings,
-                batch_size=batch_size,
+                settings=s.fit,
+                batch_size=s.batch_size,
             ),
         )
         chunk_splits, jackknife_seconds = splits | {"train": train}, time.perf_counter() - t0
-    chunk = run_tagging(
-        corpus={s: encode_chunks(d, chunk_encoding) for s, d in chunk_splits.items()},
-        features=chunk_features,
-        learner=chunk_learner,
-        out_dir=out_dir / "chunk",
-        cache_key=cache_keys["chunk"],
-        **common,
-    )
-    tagger = ColumnTagger.load(out_dir, batch_size=batch_size, device=settings.device)
+    encoded = {sp: encode_chunks(d, s.chunk_encoding) for sp, d in chunk_splits.items()}
+    chunk = chain(encoded, s.chunk_features, s.chunk_learner, "chunk")
+    tagger = ColumnTagger.load(out_dir, batch_size=s.batch_size, device=s.fit.device)
     results: dict = {
         "task": "tagchunk",
         "train_sentences": len(splits["train"]),
-        "chunk_train_pos": chunk_train_pos,
-        "chunk_encoding": chunk_encoding,
+        "chunk_train_pos": s.chunk_train_pos,
+        "chunk_encoding": s.chunk_encoding,
     }
     for split in ("dev", "test"):
         if split not in splits:
@@ -295,14 +368,14 @@ def run_tagchunk(
         )
     results["pos_epochs"], results["chunk_epochs"] = pos["epochs"], chunk["epochs"]
     results["train_seconds"] = {"pos": pos["train_seconds"], "chunk": chunk["train_seconds"]}
-    if chunk_train_pos == "jackknife":
-        results["pos_folds"], results["train_seconds"]["jackknife"] = pos_folds, jackknife_seconds
+    if s.chunk_train_pos == "jackknife":
+        results["pos_folds"], results["train_seconds"]["jackknife"] = s.pos_folds, jackknife_seconds
         results["jackknife_cache_hit"] = jackknife_hit
         train_tags = [t for d in chunk_splits["train"] for t in d.columns["pos"]]
         given = [t for d in splits["train"] for t in d.columns["pos"]]
         right = sum(a == b for a, b in zip(train_tags, given, strict=True))
         results["jackknife_pos_accuracy"] = 100.0 * right / len(given)
     results["job_seconds"] = time.perf_counter() - t_job
-    results["hparams"] = hparams or {}
+    results["hparams"] = s.hparams
     atomic_write_json(out_dir / "results.json", results)
     return results

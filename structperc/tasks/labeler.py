@@ -1,0 +1,202 @@
+"""A sequence labeler trained end to end from plain objects: the tagging task's run, and each
+chain of the tagchunk task's (its POS tagger, its chunker, the jackknife's fold taggers).
+
+``train_labeler(settings, out_dir)`` extracts the local features (through the cache), builds the
+structure the learner requires (``structure.labeler_structure``: the first-order chain, or
+Kazama & Torisawa's document rescoring with non-local features), trains it (``TrainingRun``),
+scores dev and test and writes into ``out_dir``:
+
+    results.json          dev/test precision, recall, F1, epochs, stopped_by, timings, history
+    model.safetensors     weight tables and feature keys   } loading never runs code
+    model.json            labels, feature settings, vocab  }
+    checkpoint/           the last epoch's weights (``trainer.resume=true`` continues from it)
+    tb/                   TensorBoard events
+    {dev,test}.pred.txt   the documents with the predicted tag as last column
+
+Chunk tags are scored by conlleval's F1, other tags (the POS tagger's) by token accuracy.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from structperc.data.conll import with_columns, write_conll
+from structperc.data.document import Document
+from structperc.data.tags import encode_labels, iobes_to_iob2, label_set
+from structperc.distributed import SERIAL, Group
+from structperc.eval.chunks import ChunkScores, evaluate
+from structperc.features.cache import extract_features
+from structperc.features.document import NonLocalFeatures
+from structperc.features.pipeline import LocalFeatures
+from structperc.model.files import save_model
+from structperc.model.updates import Updater
+from structperc.structures.chain import ChainData
+from structperc.structures.rescoring import DocumentRescoring
+from structperc.tasks.report import chunk_scores
+from structperc.tasks.structure import labeler_structure
+from structperc.tasks.training import Evaluation, ModelSettings, TrainingRun, history_rows
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelerSettings(ModelSettings):
+    """What one sequence labeler's run needs (the tagging task's settings): the common ones
+    (``ModelSettings``; dev is evaluated during training, else test) and
+
+    features: the local feature pipeline (fitted in place); cache_dir, cache_key: the feature
+    cache (None: none) and what decides the features; save: write the model; doc_features:
+    the non-local features of a rescoring learner (None: the defaults); n_test: candidates
+    rescored at prediction; constraints: the decoder's (``none`` or ``iob2``).
+    """
+
+    features: LocalFeatures
+    cache_dir: str | Path | None = None
+    cache_key: dict = field(default_factory=dict)
+    save: bool = True
+    doc_features: NonLocalFeatures | None = None
+    n_test: int = 100
+    constraints: str = "none"
+
+
+def has_chunks(labels: list[str]) -> bool:
+    """Whether ``labels`` are chunk tags (IOB2 or IOBES), scored by conlleval's F1; a tag set
+    such as the Penn Treebank's POS tags has none and is scored by token accuracy."""
+    return any(t[:2] in ("B-", "I-", "E-", "S-") for t in labels)
+
+
+def score_predictions(
+    labels: list[str], docs: list[Document], pred_ids: list[list[int]]
+) -> tuple[ChunkScores, list[list[str]]]:
+    """conlleval scores of predicted label ids against the documents' tags, and the tags; both in
+    IOB2 (a chain trained on IOBES, such as the tagchunk chunker, is scored and written in IOB2)."""
+    pred = [iobes_to_iob2([labels[i] for i in p]) for p in pred_ids]
+    gold = [iobes_to_iob2(d.tags) for d in docs]
+    return evaluate(gold, pred, [d.sentence_starts for d in docs]), pred
+
+
+def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIAL) -> dict:
+    """Train on ``corpus["train"]`` for the epochs of ``settings.fit``, evaluate on dev/test,
+    write the run folder; returns the results.
+
+    On several ranks (``group``) every rank trains on its shard (``train.fit``); rank 0 alone
+    builds the feature cache first, evaluates, and writes the run's files; the others return {}.
+    """
+    s, corpus, learner = settings, settings.corpus, settings.learner
+    t_job = time.perf_counter()
+    device = s.fit.device
+    torch.manual_seed(s.fit.seed)
+    run = TrainingRun(out_dir, group)
+    with group.main_first():  # rank 0 builds the cache, the others read it
+        features, mats, feat_seconds, hit = extract_features(
+            s.features, corpus, s.cache_dir, s.cache_key
+        )
+    labels = label_set(corpus["train"])
+    data = {split: ChainData(mats[split], documents=docs) for split, docs in corpus.items()}
+    data["train"].labels = encode_labels(corpus["train"], labels)
+    structure, during_training = labeler_structure(
+        learner,
+        features.num_features,
+        labels,
+        corpus["train"],
+        s.doc_features,
+        n_test=s.n_test,
+        constraints=s.constraints,
+        edges=features.edges,
+    )
+    weights = structure.weights.to(device)
+    updater = Updater(weights, average=learner.average)
+    eval_split = "dev" if "dev" in corpus else "test"
+    log.info(
+        "%d features, %d labels, %d training documents (%d tokens); learner %s",
+        features.num_features,
+        len(labels),
+        len(corpus["train"]),
+        data["train"].num_tokens,
+        learner.name,
+    )
+
+    def decode(split: str, structure=structure) -> list[list[int]]:
+        return structure.predict(data[split], batch_size=s.batch_size, device=device)
+
+    metric = "f1" if has_chunks(labels) else "accuracy"
+
+    def evaluate_during_training() -> dict[str, float]:
+        sc, _ = score_predictions(labels, corpus[eval_split], decode(eval_split, during_training))
+        out = {"f1": sc.f1, "precision": sc.precision, "recall": sc.recall, "accuracy": sc.accuracy}
+        if sc.f1_document is not None:  # whole documents: TensorBoard <split>/f1_document
+            out["f1_document"] = sc.f1_document
+        return out
+
+    result = run.fit_model(
+        s,
+        structure,
+        updater,
+        data["train"],
+        evaluation=Evaluation(eval_split, evaluate_during_training, (metric,)),
+        signature={"labels": labels},
+    )
+    if not group.is_main:
+        return {}
+
+    results: dict = {
+        "epochs": result.epochs,
+        "stopped_by": result.stopped_by,
+        "train_seconds": result.train_seconds,
+        "bpm_seconds": result.bpm_seconds,
+        "resumed_from_epoch": result.resumed_from,
+        "feature_seconds": feat_seconds,
+        "feature_cache_hit": hit,
+        "num_features": features.num_features,
+        "labels": labels,
+        "world_size": group.world,
+    }
+    for split in ("dev", "test"):
+        if split in corpus:
+            t0 = time.perf_counter()
+            sc, pred = score_predictions(labels, corpus[split], decode(split))
+            results[split] = chunk_scores(sc) | {"decode_seconds": time.perf_counter() - t0}
+            log_scores(split, sc, metric)
+            if s.write_predictions:
+                write_predictions(out_dir / f"{split}.pred.txt", corpus[split], pred)
+    results["history"] = history_rows(result.history)
+    results["hparams"] = s.hparams
+    if s.save:
+        info = {"results": {k: results.get(k) for k in ("dev", "test")}, "n_test": s.n_test}
+        info["constraints"] = s.constraints
+        rescoring = isinstance(structure, DocumentRescoring)
+        doc_features = structure.doc_features if rescoring else None
+        save_model(out_dir, weights, features, info, doc_features=doc_features)
+    # this process, from the corpus in memory to here: features (or the cache), BPM, training,
+    # evaluation, model file
+    results["job_seconds"] = time.perf_counter() - t_job
+    final = {f"{sp}_{metric}": results[sp][metric] for sp in ("dev", "test") if sp in results}
+    return run.finish(results, final)
+
+
+def log_scores(split: str, s: ChunkScores, metric: str) -> None:
+    """The log line of a split's scores: conlleval's, or the token accuracy of other tags."""
+    if metric == "f1":
+        log.info(
+            "%s: P %.2f R %.2f F1 %.2f (conlleval; whole documents %.2f)",
+            split,
+            s.precision,
+            s.recall,
+            s.f1,
+            s.f1 if s.f1_document is None else s.f1_document,
+        )
+    else:
+        log.info("%s: accuracy %.2f%%", split, s.accuracy)
+
+
+def write_predictions(path: Path, docs: list[Document], pred: list[list[str]]) -> None:
+    """``docs`` with their gold tags in IOB2 beside the predictions, as they are scored."""
+    gold = [with_columns(d) for d in docs]
+    for d in gold:
+        d.tags = iobes_to_iob2(d.tags)
+    write_conll(path, gold, pred)

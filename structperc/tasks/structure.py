@@ -1,0 +1,60 @@
+"""A sequence labeler's structure, chosen in one place for training and for a saved model.
+
+``structure_for`` is the one constructor: the first-order chain over the weights, or Kazama &
+Torisawa's document rescoring with non-local features (Alg. 4.1/4.2) that rescores the ``n``
+best of the chain.  Training (``labeler.py``) reaches it through ``labeler_structure``, which
+makes the weights a learner needs; loading (``loading.py``) through a saved model's weights and
+settings.
+"""
+
+from __future__ import annotations
+
+from structperc.data.document import Document
+from structperc.features.document import NonLocalFeatures
+from structperc.model.document_weights import DocumentWeights
+from structperc.model.weights import ChainWeights
+from structperc.structures.chain import ChainStructure
+from structperc.structures.rescoring import DocumentRescoring
+
+
+def structure_for(
+    weights: ChainWeights | DocumentWeights,
+    doc_features: NonLocalFeatures | None = None,
+    *,
+    n: int = 100,
+    constraints: str = "none",
+) -> ChainStructure | DocumentRescoring:
+    """The chain over ``weights``, or with fitted ``doc_features`` the document rescoring of the
+    ``n`` best; ``constraints`` is the decoder's (``none`` or ``iob2``)."""
+    if doc_features is None:
+        return ChainStructure(weights, constraints)
+    return DocumentRescoring(weights, doc_features, n, constraints)
+
+
+def labeler_structure(
+    learner,
+    num_features: int,
+    labels: list[str],
+    train: list[Document],
+    doc_features: NonLocalFeatures | None = None,
+    *,
+    n_test: int = 100,
+    constraints: str = "none",
+    edges: bool = True,
+) -> tuple[ChainStructure | DocumentRescoring, ChainStructure | DocumentRescoring]:
+    """(the structure, the one that evaluates during training) of a new model for ``learner``.
+
+    A learner that requires "rescoring" gets the document rescoring structure (``doc_features``
+    fitted on ``train``, default ``NonLocalFeatures()``), rescoring the ``n_test`` best at
+    prediction and the learner's own n-best size during training; any other the chain.
+    """
+    if "rescoring" not in learner.requires:
+        structure = structure_for(
+            ChainWeights(num_features, labels, edges), constraints=constraints
+        )
+        return structure, structure
+    doc_features = doc_features if doc_features is not None else NonLocalFeatures()
+    doc_features.fit(train, labels)
+    weights = DocumentWeights(num_features, labels, doc_features.num_features, edges)
+    structure = structure_for(weights, doc_features, n=n_test, constraints=constraints)
+    return structure, structure.with_n(learner.nbest)
