@@ -5,6 +5,7 @@ builder reads the composed config that ``run.ComposedConfig`` lends it)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,62 @@ def test_imports_flow_one_way(graph):
         if layer_of(i) > layer_of(m)
     ]
     assert upward == []
+
+
+DIAGRAM_ROOMS = {  # the README diagram's boxes -> the package's modules they stand for
+    "data": ("structperc.data",),
+    "features": ("structperc.features",),
+    "decode": ("structperc.decode",),
+    "model": ("structperc.model",),
+    "structures": ("structperc.structures",),
+    "learn": ("structperc.learn",),
+    "train": ("structperc.train",),
+    "crf": ("structperc.crf",),
+    "rerank": ("structperc.rerank",),
+    "tasks": ("structperc.tasks",),
+    "run": ("structperc.run", "structperc.predict"),
+}
+
+
+def room_of(module: str) -> str | None:
+    for room, prefixes in DIAGRAM_ROOMS.items():
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return room
+    return None
+
+
+def drawn_arrows(readme: str) -> set[tuple[str, str]]:
+    """The solid arrows ``a --> b`` of the README's mermaid diagram (b imports a)."""
+    block = readme.split("```mermaid", 1)[1].split("```", 1)[0]
+    return set(re.findall(r"(\w+)(?:\[[^\]]*\])?\s*-->\s*(\w+)", block))
+
+
+def closure(arrows: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    out = set(arrows)
+    while True:
+        more = {(a, d) for a, b in out for c, d in out if b == c} - out
+        if not more:
+            return out
+        out |= more
+
+
+def test_the_readme_diagram_is_the_import_graph(graph):
+    """Every arrow drawn is an import, and every import between the drawn rooms follows the
+    arrows (the diagram may leave out what a path of arrows already says)."""
+    real = {
+        (room_of(imported), room_of(module))
+        for module, imports in graph.items()
+        for imported in imports
+        if room_of(imported) and room_of(module) and room_of(imported) != room_of(module)
+    }
+    drawn = drawn_arrows((ROOT / "README.md").read_text())
+    assert {a for arrow in drawn for a in arrow} <= set(DIAGRAM_ROOMS), drawn
+    assert drawn - real == set(), "drawn, not imported"
+    assert real - closure(drawn) == set(), "imported, not drawn"
+
+
+def test_the_diagram_check_sees_a_missing_arrow():
+    drawn = drawn_arrows('x\n```mermaid\nflowchart LR\n  a["A"] --> b\n  b --> c\n```\n')
+    assert drawn == {("a", "b"), ("b", "c")}
+    assert ("a", "c") in closure(drawn)
+    assert {("c", "a")} - closure(drawn) == {("c", "a")}
