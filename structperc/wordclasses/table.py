@@ -1,0 +1,109 @@
+"""Word classes as token attributes: a word's class in each family, and the columns of a text.
+
+A *family* maps words to class values:
+
+- ``wc<k>``: the k-means cluster (``"0"`` .. ``"k-1"``) of the word's vector (Guo et al. 2014);
+- ``bc``: the word's Brown-cluster path, a bit string from the root of the merge tree (Brown et
+  al. 1992; Liang 2005).  Its attributes are prefixes, ``bc<p>`` the first p bits (the whole
+  path when it is shorter), so that one word gets classes from coarse to fine (Miller et al.
+  2004; Turian et al. 2010 and Ratinov & Roth 2009 use p = 4, 6, 10, 20).
+
+Lookup: a token's class is that of its exact form, else of its lower-cased form, else of its
+title-cased form (CoNLL-2003's all-capital headlines: ``BRUSSELS`` -> ``Brussels``).  A token
+found under none of them has no class: the attribute does not fire (no "unknown" value, which
+would fire at every rare word and act as a second, noisier capitalisation flag).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+BROWN = "bc"
+
+
+def attribute_names(kmeans: Sequence[int], brown: bool, prefixes: Sequence[int]) -> list[str]:
+    """The attributes of the families built: ``wc<k>`` per cluster count, ``bc<p>`` per prefix."""
+    names = [f"wc{k}" for k in kmeans]
+    if brown:
+        names += [f"{BROWN}{p}" for p in prefixes]
+    return names
+
+
+class WordClasses:
+    """Word classes of one or more families, and the token attributes they make.
+
+    Args:
+        families: family name (``wc100``, ``bc``) -> {word: class value}.
+        attributes: the attribute names, ``wc<k>`` (a family) or ``bc<p>`` (a prefix of ``bc``).
+        identity: what the classes were built from (settings, file digests, library versions):
+            recorded with a model, and part of the feature cache's key.
+    """
+
+    def __init__(
+        self, families: dict[str, dict[str, str]], attributes: Sequence[str], identity: dict
+    ):
+        self.families = families
+        self.attributes = tuple(attributes)
+        self.identity = identity
+        self._getters = [self._getter(a) for a in self.attributes]
+
+    def _getter(self, name: str):
+        if name in self.families:
+            table = self.families[name]
+            return lambda w: table.get(w)
+        if name.startswith(BROWN) and name[len(BROWN) :].isdigit() and BROWN in self.families:
+            table, p = self.families[BROWN], int(name[len(BROWN) :])
+            return lambda w: None if (c := table.get(w)) is None else c[:p]
+        raise ValueError(
+            f"word-class attribute {name!r} has no family; built: {sorted(self.families)}"
+        )
+
+    @staticmethod
+    def _forms(word: str) -> tuple[str, ...]:
+        return (word, word.lower(), word.title())
+
+    def classes(self, word: str) -> dict[str, str | None]:
+        """The value of every attribute at one word (None: no class)."""
+        return {a: v for a, v in zip(self.attributes, self._values(word), strict=True)}
+
+    def _values(self, word: str) -> list[str | None]:
+        out = []
+        for get in self._getters:
+            value = None
+            for form in self._forms(word):
+                value = get(form)
+                if value is not None:
+                    break
+            out.append(value)
+        return out
+
+    def columns(self, tokens: Sequence[str]) -> dict[str, list[str | None]]:
+        """The attribute columns of a token sequence: name -> one value (or None) per token."""
+        rows = [self._values(w) for w in tokens]
+        return {a: [r[i] for r in rows] for i, a in enumerate(self.attributes)}
+
+    def coverage(self, tokens: Sequence[str]) -> float:
+        """The share of ``tokens`` that have a class in the first family (0 if none)."""
+        if not tokens or not self.attributes:
+            return 0.0
+        return sum(self._values(w)[0] is not None for w in tokens) / len(tokens)
+
+    # --------------------------------------------------------------------------------------
+    def state(self) -> dict:
+        """A JSON-able form (a model's metadata): each family's words and values side by side."""
+        return {
+            "attributes": list(self.attributes),
+            "identity": self.identity,
+            "families": {
+                name: {"words": list(table), "values": list(table.values())}
+                for name, table in self.families.items()
+            },
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> WordClasses:
+        families = {
+            name: dict(zip(f["words"], f["values"], strict=True))
+            for name, f in state["families"].items()
+        }
+        return cls(families, state["attributes"], state["identity"])
