@@ -82,12 +82,6 @@ class WordClasses:
         rows = [self._values(w) for w in tokens]
         return {a: [r[i] for r in rows] for i, a in enumerate(self.attributes)}
 
-    def coverage(self, tokens: Sequence[str]) -> float:
-        """The share of ``tokens`` that have a class in the first family (0 if none)."""
-        if not tokens or not self.attributes:
-            return 0.0
-        return sum(self._values(w)[0] is not None for w in tokens) / len(tokens)
-
     # --------------------------------------------------------------------------------------
     def state(self) -> dict:
         """A JSON-able form (a model's metadata): each family's words and values side by side."""

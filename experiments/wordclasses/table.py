@@ -1,0 +1,131 @@
+"""Issue 34's first measurements: runs with and without word classes, from the runs' own files.
+
+Each row is a run folder under ``runs/`` (or the main job's under ``../kazama2007/runs/``): its
+dev and test conlleval F1, feature count, epochs and training time from ``results.json``, its
+word-class settings from ``.hydra/config.yaml``, and its model size from ``model.safetensors`` +
+``model.json`` (not committed: the sizes are kept in ``model_sizes.json`` the first time they are
+seen, so the table renders again without the model files).  The clustering rows come from the
+word-class cache (the ``seconds`` and words each family file records), kept in
+``clusters.json`` likewise:
+
+    python experiments/wordclasses/table.py --readme experiments/wordclasses/README.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from summarize import replace_section  # noqa: E402
+
+RUNS = HERE / "runs"
+ROWS = [  # (run folder, label)
+    (RUNS / "local_seed0", "Averaged perceptron, local features"),
+    (RUNS / "local_wc_seed0", "Averaged perceptron, local features + word classes"),
+    (HERE.parent / "kazama2007" / "runs" / "main_job", "Proposed, non-local (main job)"),
+    (RUNS / "nonlocal_wc_seed0", "Proposed, non-local + word classes"),
+]
+
+
+def _json(path: Path, default):
+    return json.loads(path.read_text()) if path.is_file() else default
+
+
+def model_size(run: Path, sizes: dict) -> float | None:
+    """MB of the saved model (weights + metadata), remembered in ``sizes`` by run name."""
+    files = [run / "model.safetensors", run / "model.json"]
+    if all(f.is_file() for f in files):
+        sizes[run.name] = round(sum(f.stat().st_size for f in files) / 1e6, 2)
+    return sizes.get(run.name)
+
+
+def word_classes(run: Path) -> str:
+    cfg = OmegaConf.load(run / ".hydra" / "config.yaml")
+    wc = OmegaConf.select(cfg, "features.word_classes")
+    if wc is None:
+        return "–"
+    kmeans = ",".join(str(k) for k in wc.get("kmeans") or [])
+    parts = [f"wc{{{kmeans}}}"] if kmeans else []
+    if wc.get("brown"):
+        parts.append(f"bc m={wc.brown}")
+    return f"{' + '.join(parts)} ({wc.corpora}, {wc.architecture})"
+
+
+def runs_table(sizes: dict) -> str:
+    lines = [
+        "| run | word classes | dev F1 | test F1 | features | epochs | train s | model MB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for run, label in ROWS:
+        res = _json(run / "results.json", None)
+        if res is None:
+            continue
+        size = model_size(run, sizes)
+        lines.append(
+            f"| {label} (`{run.relative_to(HERE.parent)}`) | {word_classes(run)} | "
+            f"{res['dev']['f1']:.2f} | {res['test']['f1']:.2f} | {res['num_features']:,} | "
+            f"{res['epochs']} | {res['train_seconds']:.0f} | "
+            f"{'–' if size is None else f'{size:.1f}'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def cluster_files(cache: Path, known: dict) -> dict:
+    """{file name: {seconds, words, classes}} of the family files in ``cache``, added to
+    ``known``."""
+    for path in sorted(cache.glob("*.json")):
+        got = json.loads(path.read_text())
+        if "seconds" not in got:
+            continue
+        entry = {"seconds": got["seconds"], "words": len(got["words"])}
+        if "values" in got:
+            entry["classes"] = len(set(got["values"]))
+        entry["key"] = got["key"]
+        known[path.name] = entry
+    return known
+
+
+def clusters_table(known: dict) -> str:
+    lines = ["| file | what | words | classes | seconds |", "|---|---|---:|---:|---:|"]
+    for name, e in known.items():
+        key = e["key"]
+        if name.startswith("vectors"):
+            w = key["word2vec"]
+            what = (
+                f"word2vec {w['architecture']} d={w['vector_size']} window={w['window']} "
+                f"epochs={w['epochs']} min_count={w['min_count']}, "
+                f"{len(key['files'])} files, gensim {key['gensim']}"
+            )
+        else:
+            what = f"k-means k={key['k']} of vectors-{key['vectors']}" if "k" in key else "Brown"
+        lines.append(
+            f"| `{name}` | {what} | {e['words']:,} | {e.get('classes', '–')} | {e['seconds']:.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--readme", type=Path, help="README to update between the markers")
+    ap.add_argument("--cache", type=Path, default=Path(".cache/wordclasses"))
+    args = ap.parse_args()
+    sizes = _json(HERE / "model_sizes.json", {})
+    runs = runs_table(sizes)
+    (HERE / "model_sizes.json").write_text(json.dumps(sizes, indent=2, sort_keys=True) + "\n")
+    known = cluster_files(args.cache, _json(HERE / "clusters.json", {}))
+    (HERE / "clusters.json").write_text(json.dumps(known, indent=2, sort_keys=True) + "\n")
+    clusters = clusters_table(known)
+    print(runs, clusters, sep="\n")
+    if args.readme:
+        replace_section(args.readme, "runs", runs)
+        replace_section(args.readme, "clusters", clusters)
+
+
+if __name__ == "__main__":
+    main()
