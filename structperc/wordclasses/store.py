@@ -234,27 +234,26 @@ def _family_file(path: Path, parts: dict, build) -> dict[str, str]:
     return table
 
 
-def load_word_classes(
-    settings: WordClassSettings, progress: bool = False, cache_dir: str | Path | None = None
-) -> WordClasses:
+def load_word_classes(settings: WordClassSettings, progress: bool = False) -> WordClasses:
     """The word classes of ``settings``: from the cache folder, or built (and written there)."""
     from structperc.wordclasses.vectors import kmeans_classes
 
-    cache = Path(cache_dir or settings.cache_dir)
+    cache = Path(settings.cache_dir)
     parts = identities(settings)
     text = _Text(settings, progress)
     families: dict[str, dict[str, str]] = {}
+    vectors = functools.cache(lambda: _vectors(settings, parts["vectors"], cache, text, progress))
     for k in settings.kmeans:
         name = f"kmeans{k}"
+        path = cache / f"{name}-{_key(parts[name])}.json"
+        if not path.is_file():
+            vectors()  # read or trained before the clustering's clock starts
 
         def build(k=k):
-            words, vectors = _vectors(settings, parts["vectors"], cache, text, progress)
-            return {
-                w: str(c)
-                for w, c in zip(words, kmeans_classes(vectors, k, settings.seed), strict=True)
-            }
+            words, matrix = vectors()
+            labels = kmeans_classes(matrix, k, settings.seed)
+            return {w: str(c) for w, c in zip(words, labels, strict=True)}
 
-        path = cache / f"{name}-{_key(parts[name])}.json"
         families[f"wc{k}"] = _family_file(path, parts[name], build)
     if settings.brown:
         from structperc.wordclasses.brown import brown_paths
