@@ -205,12 +205,13 @@ def test_wordclasses_table_reads_runs_and_remembers_sizes(tmp_path, monkeypatch)
         "    corpora: all\n    architecture: skipgram\n"
     )
     (run / "model.safetensors").write_bytes(b"x" * 1_500_000)
-    (run / "model.json").write_text("{}")
+    state = {"attributes": ["wc2"], "identity": {}, "words": "a b", "families": {"wc2": "0 1"}}
+    (run / "model.json").write_text(json.dumps({"features": {"word_classes": state}}))
     monkeypatch.setattr(table, "HERE", tmp_path / "wordclasses")  # rows named from its parent
     monkeypatch.setattr(table, "ROWS", [(run, "Averaged + wc")])
     sizes: dict = {}
     out = table.runs_table(sizes)
     assert "| Averaged + wc (`runs/wc`) | wc{100,500} (all, skipgram) | 90.50 | 85.25 |" in out
-    assert "| 1,234 | 3 | 10 | 1.5 |" in out and sizes == {"wc": 1.5}
+    assert "| 1,234 | 3 | 10 | 1.5 | 0.0 (0.0) |" in out and sizes["wc"]["MB"] == 1.5
     (run / "model.safetensors").unlink()
     assert table.runs_table(sizes) == out

@@ -225,3 +225,13 @@ def test_feature_cache_key_has_the_classes(text, tmp_path):
     assert feature_cache_key(cfg | {"word_classes": wc | {"kmeans": [3]}}, [], None) != with_wc
     elsewhere = wc | {"cache_dir": str(tmp_path / "x")}
     assert feature_cache_key(cfg | {"word_classes": elsewhere}, [], None) == with_wc
+
+
+def test_state_is_compact_and_round_trips():
+    classes = WordClasses(
+        {"wc2": {"a": "0", "b": "1"}, "bc": {"b": "01", "c": "1"}}, ["wc2", "bc4"], {"x": "k"}
+    )
+    state = classes.state()
+    assert state["words"] == "a b c" and state["families"] == {"wc2": "0 1 _", "bc": "_ 01 1"}
+    again = WordClasses.from_state(json.loads(json.dumps(state, indent=2)))
+    assert again.families == classes.families and again.identity == {"x": "k"}

@@ -24,6 +24,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from summarize import replace_section  # noqa: E402
 
+from structperc.wordclasses.table import WordClasses  # noqa: E402
+
 RUNS = HERE / "runs"
 ROWS = [  # (run folder, label)
     (RUNS / "local_seed0", "Averaged perceptron, local features"),
@@ -37,12 +39,31 @@ def _json(path: Path, default):
     return json.loads(path.read_text()) if path.is_file() else default
 
 
-def model_size(run: Path, sizes: dict) -> float | None:
-    """MB of the saved model (weights + metadata), remembered in ``sizes`` by run name."""
+def model_size(run: Path, sizes: dict) -> dict | None:
+    """{"MB": the saved model (weights + metadata), "classes MB": the word classes' part of its
+    metadata as written, "classes MB now": as ``WordClasses.state`` writes it now}, remembered
+    in ``sizes`` by run name.  (The first runs wrote each family's words and classes as JSON
+    lists, one item a line; the state is now the words once and each family as one string.)"""
     files = [run / "model.safetensors", run / "model.json"]
     if all(f.is_file() for f in files):
-        sizes[run.name] = round(sum(f.stat().st_size for f in files) / 1e6, 2)
+        entry = {"MB": round(sum(f.stat().st_size for f in files) / 1e6, 2)}
+        state = json.loads(files[1].read_text())["features"].get("word_classes")
+        if state is not None:
+            entry["classes MB"] = round(len(json.dumps(state, indent=2)) / 1e6, 2)
+            now = WordClasses(_families(state), state["attributes"], state["identity"]).state()
+            entry["classes MB now"] = round(len(json.dumps(now, indent=2)) / 1e6, 2)
+        sizes[run.name] = entry
     return sizes.get(run.name)
+
+
+def _families(state: dict) -> dict[str, dict[str, str]]:
+    """{family: {word: class}} of a saved state, in the first format or the current one."""
+    if isinstance(state.get("words"), str):
+        return WordClasses.from_state(state).families
+    return {
+        name: dict(zip(f["words"], f["values"], strict=True))
+        for name, f in state["families"].items()
+    }
 
 
 def word_classes(run: Path) -> str:
@@ -59,8 +80,9 @@ def word_classes(run: Path) -> str:
 
 def runs_table(sizes: dict) -> str:
     lines = [
-        "| run | word classes | dev F1 | test F1 | features | epochs | train s | model MB |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| run | word classes | dev F1 | test F1 | features | epochs | train s | model MB "
+        "| of which classes MB (now) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for run, label in ROWS:
         res = _json(run / "results.json", None)
@@ -70,10 +92,20 @@ def runs_table(sizes: dict) -> str:
         lines.append(
             f"| {label} (`{run.relative_to(HERE.parent)}`) | {word_classes(run)} | "
             f"{res['dev']['f1']:.2f} | {res['test']['f1']:.2f} | {res['num_features']:,} | "
-            f"{res['epochs']} | {res['train_seconds']:.0f} | "
-            f"{'–' if size is None else f'{size:.1f}'} |"
+            f"{res['epochs']} | {res['train_seconds']:.0f} | {_mb(size, 'MB')} | "
+            f"{_classes_mb(size)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _mb(size: dict | None, key: str) -> str:
+    return "–" if not size or key not in size else f"{size[key]:.1f}"
+
+
+def _classes_mb(size: dict | None) -> str:
+    if not size or "classes MB" not in size:
+        return "–"
+    return f"{_mb(size, 'classes MB')} ({_mb(size, 'classes MB now')})"
 
 
 def cluster_files(cache: Path, known: dict) -> dict:

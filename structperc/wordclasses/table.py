@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 BROWN = "bc"
+MISSING = "_"  # in a saved state: the family has no class for this word
 
 
 def attribute_names(kmeans: Sequence[int], brown: bool, prefixes: Sequence[int]) -> list[str]:
@@ -84,20 +85,25 @@ class WordClasses:
 
     # --------------------------------------------------------------------------------------
     def state(self) -> dict:
-        """A JSON-able form (a model's metadata): each family's words and values side by side."""
+        """A JSON-able form (a model's metadata), compact under any indentation: the words of
+        all families once, space-separated (a token never holds whitespace), and each family's
+        classes in the same order, ``_`` where the family has no class for the word."""
+        vocabulary = list(dict.fromkeys(w for table in self.families.values() for w in table))
         return {
             "attributes": list(self.attributes),
             "identity": self.identity,
+            "words": " ".join(vocabulary),
             "families": {
-                name: {"words": list(table), "values": list(table.values())}
+                name: " ".join(table.get(w, MISSING) for w in vocabulary)
                 for name, table in self.families.items()
             },
         }
 
     @classmethod
     def from_state(cls, state: dict) -> WordClasses:
+        words = state["words"].split()
         families = {
-            name: dict(zip(f["words"], f["values"], strict=True))
-            for name, f in state["families"].items()
+            name: {w: c for w, c in zip(words, joined.split(), strict=True) if c != MISSING}
+            for name, joined in state["families"].items()
         }
         return cls(families, state["attributes"], state["identity"])
