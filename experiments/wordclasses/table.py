@@ -6,7 +6,8 @@ word-class settings from ``.hydra/config.yaml``, and its model size from ``model
 ``model.json`` (not committed: the sizes are kept in ``model_sizes.json`` the first time they are
 seen, so the table renders again without the model files).  The clustering rows come from the
 word-class cache (the ``seconds`` and words each family file records), kept in
-``clusters.json`` likewise:
+``clusters.json`` likewise.  The seeds table gives mean ± standard error over the seeds run; the
+ablation table every seed-0 run of the averaged perceptron with local features:
 
     python experiments/wordclasses/table.py --readme experiments/wordclasses/README.md
 """
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -22,7 +25,7 @@ from omegaconf import OmegaConf
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from summarize import replace_section  # noqa: E402
+from summarize import overrides, replace_section  # noqa: E402
 
 from structperc.wordclasses.table import WordClasses  # noqa: E402
 
@@ -33,6 +36,10 @@ ROWS = [  # (run folder, label)
     (HERE.parent / "kazama2007" / "runs" / "main_job", "Proposed, non-local (main job)"),
     (RUNS / "nonlocal_wc_seed0", "Proposed, non-local + word classes"),
 ]
+SEED_GROUPS = {  # runs/<group>_seed<N>: label
+    "local": "Averaged perceptron, local features",
+    "local_wc": "Averaged perceptron, local features + word classes",
+}
 
 
 def _json(path: Path, default):
@@ -98,6 +105,46 @@ def runs_table(sizes: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _f1s(run: Path) -> tuple[float, float]:
+    res = json.loads((run / "results.json").read_text())
+    return res["dev"]["f1"], res["test"]["f1"]
+
+
+def _mean_se(xs: list[float]) -> str:
+    if len(xs) < 2:
+        return f"{xs[0]:.2f}"
+    return f"{statistics.mean(xs):.2f} ± {statistics.stdev(xs) / math.sqrt(len(xs)):.2f}"
+
+
+def seeds_table(groups: dict[str, str]) -> str:
+    """Mean ± standard error over the seeds of each group (``runs/<group>_seed<N>``)."""
+    lines = ["| runs | seeds | dev F1 | test F1 |", "|---|---:|---:|---:|"]
+    for group, label in groups.items():
+        runs = sorted(p for p in RUNS.glob(f"{group}_seed*") if (p / "results.json").is_file())
+        if not runs:
+            continue
+        dev, test = zip(*map(_f1s, runs), strict=True)
+        seeds = ",".join(p.name.rsplit("_seed", 1)[1] for p in runs)
+        lines.append(
+            f"| {label} (`{group}_seed*`) | {seeds} | {_mean_se(list(dev))} | "
+            f"{_mean_se(list(test))} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def ablation_table() -> str:
+    """Every seed-0 run of the averaged perceptron with local features, by its overrides."""
+    lines = ["| run | overrides | word classes | dev F1 | test F1 |", "|---|---|---|---:|---:|"]
+    for run in sorted(RUNS.glob("local*_seed0")):
+        if not (run / "results.json").is_file():
+            continue
+        dev, test = _f1s(run)
+        lines.append(
+            f"| `{run.name}` | `{overrides(run)}` | {word_classes(run)} | {dev:.2f} | {test:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def _mb(size: dict | None, key: str) -> str:
     return "–" if not size or key not in size else f"{size[key]:.1f}"
 
@@ -153,9 +200,13 @@ def main() -> None:
     known = cluster_files(args.cache, _json(HERE / "clusters.json", {}))
     (HERE / "clusters.json").write_text(json.dumps(known, indent=2, sort_keys=True) + "\n")
     clusters = clusters_table(known)
-    print(runs, clusters, sep="\n")
+    seeds = seeds_table(SEED_GROUPS)
+    ablation = ablation_table()
+    print(runs, seeds, ablation, clusters, sep="\n")
     if args.readme:
         replace_section(args.readme, "runs", runs)
+        replace_section(args.readme, "seeds", seeds)
+        replace_section(args.readme, "ablation", ablation)
         replace_section(args.readme, "clusters", clusters)
 
 
