@@ -235,3 +235,6 @@ def test_state_is_compact_and_round_trips():
     assert state["words"] == "a b c" and state["families"] == {"wc2": "0 1 _", "bc": "_ 01 1"}
     again = WordClasses.from_state(json.loads(json.dumps(state, indent=2)))
     assert again.families == classes.families and again.identity == {"x": "k"}
+    lists = {n: {"words": list(t), "values": list(t.values())} for n, t in classes.families.items()}
+    first = {"attributes": ["wc2", "bc4"], "identity": {"x": "k"}, "families": lists}
+    assert WordClasses.from_state(first).families == classes.families

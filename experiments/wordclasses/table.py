@@ -57,20 +57,10 @@ def model_size(run: Path, sizes: dict) -> dict | None:
         state = json.loads(files[1].read_text())["features"].get("word_classes")
         if state is not None:
             entry["classes MB"] = round(len(json.dumps(state, indent=2)) / 1e6, 2)
-            now = WordClasses(_families(state), state["attributes"], state["identity"]).state()
+            now = WordClasses.from_state(state).state()
             entry["classes MB now"] = round(len(json.dumps(now, indent=2)) / 1e6, 2)
         sizes[run.name] = entry
     return sizes.get(run.name)
-
-
-def _families(state: dict) -> dict[str, dict[str, str]]:
-    """{family: {word: class}} of a saved state, in the first format or the current one."""
-    if isinstance(state.get("words"), str):
-        return WordClasses.from_state(state).families
-    return {
-        name: dict(zip(f["words"], f["values"], strict=True))
-        for name, f in state["families"].items()
-    }
 
 
 def word_classes(run: Path) -> str:

@@ -101,6 +101,14 @@ class WordClasses:
 
     @classmethod
     def from_state(cls, state: dict) -> WordClasses:
+        """From ``state()``'s form, or from the first one (each family's ``words`` and
+        ``values`` as JSON lists), which the first models with word classes have."""
+        if "words" not in state:
+            families = {
+                name: dict(zip(f["words"], f["values"], strict=True))
+                for name, f in state["families"].items()
+            }
+            return cls(families, state["attributes"], state["identity"])
         words = state["words"].split()
         families = {
             name: {w: c for w, c in zip(words, joined.split(), strict=True) if c != MISSING}
