@@ -238,3 +238,19 @@ def test_state_is_compact_and_round_trips():
     lists = {n: {"words": list(t), "values": list(t.values())} for n, t in classes.families.items()}
     first = {"attributes": ["wc2", "bc4"], "identity": {"x": "k"}, "families": lists}
     assert WordClasses.from_state(first).families == classes.families
+
+
+@pytest.mark.slow
+def test_brown_paths_prefix_attributes(text, tmp_path):
+    """Brown clusters through the library (~10 s: numba compiles its merges first)."""
+    pytest.importorskip("brown_clustering", reason="pip install 'structperc[brown]'")
+    settings = _settings(text, tmp_path, kmeans=(), brown=4, brown_min_count=2)
+    classes = load_word_classes(settings)
+    assert classes.attributes == ("bc4", "bc6", "bc10", "bc20")
+    paths = classes.families["bc"]
+    assert set("".join(paths.values())) <= {"0", "1"} and "Paris" in paths
+    assert classes.classes("Paris")["bc4"] == paths["Paris"][:4]
+    again = load_word_classes(
+        _settings(text, tmp_path / "again", kmeans=(), brown=4, brown_min_count=2)
+    )
+    assert again.families == classes.families

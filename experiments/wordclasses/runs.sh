@@ -26,3 +26,5 @@ run local_wc_reuters_seed0 +experiment=conll03_local $WC 'features.word_classes.
 run local_wc_cbow_seed0 +experiment=conll03_local $WC features.word_classes.architecture=cbow seed=0
 run local_wc_k1000_seed0 +experiment=conll03_local $WC 'features.word_classes.kmeans=[1000]' seed=0
 run local_wc_k100_seed0 +experiment=conll03_local $WC 'features.word_classes.kmeans=[100]' seed=0
+# Brown clusters (pip install '.[brown]'): 100 clusters over the words seen 50 times or more
+run local_bc_seed0 +experiment=conll03_local $WC 'features.word_classes.kmeans=[]' features.word_classes.brown=100 features.word_classes.brown_min_count=50 seed=0

@@ -55,7 +55,11 @@ def brown_paths(
             f"{len(corpus.vocabulary)} words are seen {min_count} times or more"
         )
     # the library's own progress bar, through ours (silent off a terminal)
+    library_bar = brown_core.tqdm
     brown_core.tqdm = lambda it, **kw: bar(it, enabled=progress, desc="brown", unit="word")
-    model = BrownClustering(corpus, clusters)
-    model.train()
+    try:
+        model = BrownClustering(corpus, clusters)
+        model.train()
+    finally:
+        brown_core.tqdm = library_bar
     return model.codes()
