@@ -14,6 +14,8 @@ import pytest
 pytest.importorskip("gensim", reason="pip install 'structperc[wordclasses]'")
 pytest.importorskip("sklearn", reason="pip install 'structperc[wordclasses]'")
 
+from hydra_runs import TOKEN_FEATURES, compose_config, run_main, write_synthetic_conll2003  # noqa: E402
+
 from structperc.data.document import Document  # noqa: E402
 from structperc.features.cache import feature_cache_key  # noqa: E402
 from structperc.features.pipeline import LocalFeatures  # noqa: E402
@@ -238,6 +240,37 @@ def test_state_is_compact_and_round_trips():
     lists = {n: {"words": list(t), "values": list(t.values())} for n, t in classes.families.items()}
     first = {"attributes": ["wc2", "bc4"], "identity": {"x": "k"}, "families": lists}
     assert WordClasses.from_state(first).families == classes.families
+
+
+def test_run_with_the_preset(text, tmp_path, monkeypatch):
+    """``features=kazama_wordclasses`` composes with an experiment, a run builds the classes
+    into their cache, and the saved model keeps them (a second run reads the cache)."""
+    cfg = compose_config(["+experiment=conll03_local", "features=kazama_wordclasses"])
+    assert cfg.features.word_classes.kmeans == [100, 500, 1000] and cfg.features.gazetteers == []
+    (tmp_path / "data").mkdir()
+    data = write_synthetic_conll2003(tmp_path / "data", {"train": 12, "dev": 4, "test": 4})
+    wc = "features.word_classes."
+    overrides = [
+        "+experiment=conll03_local",
+        "features=kazama_wordclasses",
+        *TOKEN_FEATURES,
+        f"{wc}dir={text}",
+        f"{wc}min_count=2",
+        f"{wc}vector_size=8",
+        f"{wc}epochs=1",
+        f"{wc}kmeans=[2,4]",
+        f"{wc}cache_dir={tmp_path / 'classes'}",
+        f"cache_dir={tmp_path / 'features'}",
+        "trainer.max_epochs=2",
+    ]
+    _, results = run_main(overrides, data, tmp_path / "run", monkeypatch)
+    assert results["hparams"]["features.word_classes"].startswith("{")
+    model = json.loads((tmp_path / "run" / "model.json").read_text())
+    assert model["features"]["word_classes"]["attributes"] == ["wc2", "wc4"]
+    assert len(list((tmp_path / "classes").glob("kmeans*.json"))) == 2
+    monkeypatch.setattr(store, "read_sentences", lambda *a, **k: pytest.fail("text read"))
+    _, again = run_main(overrides, data, tmp_path / "again", monkeypatch)
+    assert again["feature_cache_hit"] and again["dev"]["f1"] == results["dev"]["f1"]
 
 
 @pytest.mark.slow
