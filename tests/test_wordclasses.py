@@ -215,6 +215,14 @@ def test_feature_pipeline_has_the_family(text, tmp_path):
     assert again.word_classes.families == features.word_classes.families
     assert again.transform(docs).ids.tolist() == fm.ids.tolist()
     assert "word_classes" not in plain.state()[0]  # a model without them stays as it was
+    cfg = {
+        k: list(v) if isinstance(v, tuple) else v
+        for k, v in vars(_settings(text, tmp_path)).items()
+    }
+    pairs = LocalFeatures(
+        attributes=["w"], bigram_attributes=["wc4"], gazetteer="none", word_classes=cfg
+    )
+    assert (("wc4", -1), ("wc4", 0)) in pairs.templates
 
 
 def test_feature_cache_key_has_the_classes(text, tmp_path):

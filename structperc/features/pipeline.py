@@ -78,8 +78,9 @@ class LocalFeatures:
         word_classes: the settings of word classes from unlabeled text
             (``wordclasses.WordClassSettings``; ``features=kazama_wordclasses``), or None (the
             default) for none.  Their attributes (``wc100``, ``bc4``, ...) are unigrams within
-            ``window``; the classes are built or read from their cache when the features are
-            made, and travel with the fitted features (a saved model) as the gazetteers do.
+            ``window``, and bigrams where ``bigram_attributes`` names them; the classes are
+            built or read from their cache when the features are made, and travel with the
+            fitted features (a saved model) as the gazetteers do.
     """
 
     def __init__(
@@ -119,7 +120,9 @@ class LocalFeatures:
         classes = self.word_classes.attributes if self.word_classes else ()
         used = [a for a in attributes if a in TABLE1] + sorted(gaz_names) + list(external)
         used += list(classes)
-        bigrams = tuple(a for a in bigram_attributes if a in TABLE1 or a in gaz_names)
+        bigrams = tuple(
+            a for a in bigram_attributes if a in TABLE1 or a in gaz_names or a in classes
+        )
         bigrams += tuple(a for a in external if a not in bigrams)
         trigrams = tuple(a for a in trigram_attributes if a in TABLE1 or a in gaz_names)
         self.templates = make_templates(tuple(used), window, bigrams, trigrams)
