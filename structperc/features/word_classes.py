@@ -3,7 +3,8 @@
 ``features.word_classes`` (a dict of ``wordclasses.WordClassSettings``, or None) names the
 classes; ``structperc.wordclasses`` builds them (or reads them from its cache).  Each family
 gives one attribute per granularity, used like Table 1's attributes as unigrams at offsets
--window..+window (Turian et al. 2010; Guo et al. 2014):
+-window..+window (Turian et al. 2010; Guo et al. 2014), and as bigrams where
+``features.bigram_attributes`` names them:
 
     wc<k>   the k-means cluster of the word's word2vec vector, for each k of ``kmeans``
     bc<p>   the first p bits of the word's Brown path, for each p of ``brown_prefixes``
@@ -26,8 +27,9 @@ def _settings(cfg: Mapping) -> WordClassSettings:
 
 
 def word_classes_from_config(cfg: Mapping | None) -> WordClasses | None:
-    """The classes of ``features.word_classes`` (built on a cache miss), or None for none."""
-    return None if cfg is None else load_word_classes(_settings(cfg))
+    """The classes of ``features.word_classes`` (built on a cache miss, with progress bars on a
+    terminal), or None for none."""
+    return None if cfg is None else load_word_classes(_settings(cfg), progress=True)
 
 
 def word_class_columns(classes: WordClasses, doc: Document) -> dict[str, list[str | None]]:
