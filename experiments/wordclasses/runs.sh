@@ -31,3 +31,9 @@ run local_bc_seed0 +experiment=conll03_local $WC 'features.word_classes.kmeans=[
 # word-class bigrams too (wc[-1]|wc[0] ...), at the coarsest and the finest granularity
 run local_wc_bigram100_seed0 +experiment=conll03_local $WC 'features.bigram_attributes=[wl,pos,chk,go,gp,gm,gl,wc100]' seed=0
 run local_wc_bigram1000_seed0 +experiment=conll03_local $WC 'features.bigram_attributes=[wl,pos,chk,go,gp,gm,gl,wc1000]' seed=0
+# CBOW (the best dev F1 of the ablations above): its seeds, Reuters alone, and the main job
+for seed in 1 2; do
+  run local_wc_cbow_seed$seed +experiment=conll03_local $WC features.word_classes.architecture=cbow seed=$seed
+done
+run local_wc_cbow_reuters_seed0 +experiment=conll03_local $WC features.word_classes.architecture=cbow 'features.word_classes.corpora=[reuters21578]' seed=0
+run nonlocal_wc_cbow_seed0 +experiment=conll03_nonlocal $WC features.word_classes.architecture=cbow seed=0

@@ -35,10 +35,12 @@ ROWS = [  # (run folder, label)
     (RUNS / "local_wc_seed0", "Averaged perceptron, local features + word classes"),
     (HERE.parent / "kazama2007" / "runs" / "main_job", "Proposed, non-local (main job)"),
     (RUNS / "nonlocal_wc_seed0", "Proposed, non-local + word classes"),
+    (RUNS / "nonlocal_wc_cbow_seed0", "Proposed, non-local + word classes (CBOW)"),
 ]
 SEED_GROUPS = {  # runs/<group>_seed<N>: label
     "local": "Averaged perceptron, local features",
     "local_wc": "Averaged perceptron, local features + word classes",
+    "local_wc_cbow": "Averaged perceptron, local features + word classes (CBOW)",
 }
 
 
