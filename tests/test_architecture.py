@@ -145,6 +145,7 @@ LAYERS = [  # lower layers never import higher ones
     },
     {"structperc.distributed"},
     {"structperc.data", "structperc.eval"},
+    {"structperc.wordclasses"},
     {"structperc.features"},
     {"structperc.model", "structperc.decode", "structperc.checkpoint"},
     {"structperc.structures"},

