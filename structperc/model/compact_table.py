@@ -38,28 +38,31 @@ class CompactTable(nn.Module):
 
     def __init__(self, num_rows: int, blocks: list[tuple[int, Tensor, Tensor]]):
         super().__init__()
-        rows, cols, vals, left = [], [], [], 0
-        for width, index, values in blocks:
-            index = index.long()
-            if len(index) and (int(index.min()) < 0 or int(index.max()) >= num_rows * width):
-                raise ValueError(f"a weight outside the [{num_rows}, {width}] table")
-            rows.append(torch.div(index, width, rounding_mode="floor"))
-            cols.append(index % width + left)
-            vals.append(values)
-            left += width
-        row, col = torch.cat(rows), torch.cat(cols)
-        self.num_embeddings, self.embedding_dim = num_rows, left
-        kept_rows, row_at = torch.unique(row, return_inverse=True)
-        kept_cols, col_at = torch.unique(col, return_inverse=True)
-        row_of = torch.zeros(num_rows, dtype=torch.int32)  # an all-zero row: row 0, zeros
-        row_of[kept_rows] = torch.arange(1, len(kept_rows) + 1, dtype=torch.int32)
-        table = torch.zeros(len(kept_rows) + 1, len(kept_cols))
-        table[row_at + 1, col_at] = torch.cat(vals)
+        self.num_embeddings = num_rows
+        self.embedding_dim = width = sum(w for w, _, _ in blocks)
+        kept_rows = torch.zeros(num_rows, dtype=torch.bool)
+        kept_cols = torch.zeros(width, dtype=torch.bool)
+        left = 0
+        for w, index, _ in blocks:  # (a block at a time: a few MB of temporaries, not 100)
+            if len(index) and (int(index.min()) < 0 or int(index.max()) >= num_rows * w):
+                raise ValueError(f"a weight outside the [{num_rows}, {w}] table")
+            kept_rows[torch.div(index, w, rounding_mode="floor").long()] = True
+            kept_cols[(index % w).long() + left] = True
+            left += w
+        # a kept row's place in the compact table (from 1), and 0 for an all-zero row (zeros)
+        row_of = torch.cumsum(kept_rows, 0, dtype=torch.int32) * kept_rows
+        col_of = torch.cumsum(kept_cols, 0) - 1
+        table = torch.zeros(int(kept_rows.sum()) + 1, int(kept_cols.sum()))
+        flat, left = table.view(-1), 0
+        for w, index, values in blocks:
+            rows = row_of[torch.div(index, w, rounding_mode="floor").long()].long()
+            flat[rows * table.shape[1] + col_of[(index % w).long() + left]] = values
+            left += w
         self.register_buffer("row_of", row_of)
         self.register_buffer("table", table)
         # the kept columns' places in a full row, or None when every column is kept
-        every = len(kept_cols) == left
-        self.register_buffer("columns", None if every else kept_cols)
+        every = bool(kept_cols.all())
+        self.register_buffer("columns", None if every else torch.nonzero(kept_cols).squeeze(1))
 
     @property
     def weight(self) -> Tensor:
