@@ -32,7 +32,7 @@ from structperc.features.cache import feature_cache_key
 from structperc.rerank.candidates import ListSettings
 from structperc.tasks.cascade import run_cascade
 from structperc.tasks.joint import run_joint
-from structperc.tasks.loading import ColumnTagger
+from structperc.tasks.loading import ColumnTagger, check_column_tagger
 from structperc.tasks.rerank import RankerSettings, run_rerank
 from structperc.tasks.tagchunk import run_tagchunk
 from structperc.tasks.tagging import run_tagging
@@ -158,6 +158,8 @@ def tagging_inputs(cfg: DictConfig, data_dir: Path | None) -> tuple[dict, object
     if features.gazetteers:  # their lists change with their packages' versions
         extraction["gazetteer_versions"] = features.gazetteer_versions
         extraction["external_outside"] = "no feature"  # (the first version had an "O" value)
+    if features.tagger:  # (tags=given: carried by the run folder, checked before training)
+        check_column_tagger(features.tagger)
     if features.tags == "auto":
         tagger = ColumnTagger.load(features.tagger)
         corpus = {s: tagger.fill(docs) for s, docs in corpus.items()}

@@ -61,3 +61,31 @@ def _one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+# -- the trained models the tagging tests share (test_tag_*.py): trained once a session ---------
+@pytest.fixture(scope="session")
+def synthetic_dir(tmp_path_factory) -> Path:
+    """A synthetic CoNLL-2003 folder: 30 training, 10 dev and 10 test documents."""
+    from hydra_runs import write_synthetic_conll2003
+
+    sizes = {"train": 30, "dev": 10, "test": 10}
+    return write_synthetic_conll2003(tmp_path_factory.mktemp("data"), sizes)
+
+
+@pytest.fixture(scope="session")
+def token_model(tmp_path_factory, synthetic_dir) -> Path:
+    """A chain on token attributes alone (it needs no POS or chunk column), 4 epochs."""
+    from hydra_runs import TOKEN_FEATURES, trained_run
+
+    overrides = ["+experiment=conll03_local", "trainer.max_epochs=4", *TOKEN_FEATURES]
+    return trained_run(tmp_path_factory, synthetic_dir, "tokens", overrides)
+
+
+@pytest.fixture(scope="session")
+def column_model(tmp_path_factory, synthetic_dir) -> Path:
+    """A chain whose features read the POS and chunk columns, 2 epochs."""
+    from hydra_runs import trained_run
+
+    overrides = ["+experiment=conll03_local", "trainer.max_epochs=2", "features.gazetteer=none"]
+    return trained_run(tmp_path_factory, synthetic_dir, "columns", overrides)

@@ -59,6 +59,19 @@ def predict_labels(
     return [[structure.weights.labels[i] for i in p] for p in ids]
 
 
+def check_column_tagger(run_dir: str | Path) -> Path:
+    """``run_dir`` as a path when it holds a column tagger (``pos/`` and ``chunk/`` models);
+    else FileNotFoundError saying how to make one (``make tagger``)."""
+    run_dir = Path(run_dir)
+    missing = [p for p in ("pos", "chunk") if not (run_dir / p / "model.json").is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"{run_dir}: not a column tagger (no {missing[0]}/model.json): `make tagger` trains "
+            "one into runs/tagchunk (+experiment=conll00_tagchunk)"
+        )
+    return run_dir
+
+
 # the sentences ``ColumnTagger.fill`` tags at once (rounded to whole batches): its features and
 # scores then take a bounded memory whatever the input's length
 FILL_SENTENCES = 2048
@@ -74,12 +87,7 @@ class ColumnTagger:
     @classmethod
     def load(cls, run_dir: str | Path, **kwargs) -> ColumnTagger:
         """The POS tagger and chunker saved in ``run_dir/pos`` and ``run_dir/chunk``."""
-        run_dir = Path(run_dir)
-        if not (run_dir / "pos" / "model.json").is_file():
-            raise FileNotFoundError(
-                f"{run_dir}: not a tagchunk run folder (no pos/model.json): train one with "
-                "+experiment=conll00_tagchunk, or give the POS and chunk columns"
-            )
+        run_dir = check_column_tagger(run_dir)
         return cls(load_tagger(run_dir / "pos"), load_tagger(run_dir / "chunk"), **kwargs)
 
     def fill(self, docs: list[Document]) -> list[Document]:

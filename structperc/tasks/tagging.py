@@ -219,8 +219,8 @@ def run_tagging(
         rescoring = isinstance(structure, DocumentRescoring)
         doc_features = structure.doc_features if rescoring else None
         save_model(out_dir, weights, features, info, doc_features=doc_features)
-        if features.tags == "auto":  # the column tagger travels with the model
-            carry_tagger(Path(features.tagger), out_dir / "tagger")
+        if features.tagger:  # the column tagger travels with the model (tags=given: for
+            carry_tagger(Path(features.tagger), out_dir / "tagger")  # input without columns)
     # this process, from the corpus in memory to here: features (or the cache), BPM, training,
     # evaluation, model file
     results["job_seconds"] = time.perf_counter() - t_job
