@@ -89,3 +89,25 @@ def column_model(tmp_path_factory, synthetic_dir) -> Path:
 
     overrides = ["+experiment=conll03_local", "trainer.max_epochs=2", "features.gazetteer=none"]
     return trained_run(tmp_path_factory, synthetic_dir, "columns", overrides)
+
+
+@pytest.fixture(scope="session")
+def synthetic_tagger(tmp_path_factory) -> Path:
+    """A column tagger (``+experiment=conll00_tagchunk``, 1 epoch) trained on synthetic
+    CoNLL-2000 sentences: a run folder with ``pos/`` and ``chunk/`` models, in seconds."""
+    from hydra_runs import trained_run
+
+    from structperc.data.synthetic import make_corpus
+
+    root = tmp_path_factory.mktemp("data2000")
+    (root / "conll2000").mkdir()
+    for split, n, seed in (("train", 30, 1), ("test", 5, 2)):
+        lines = []
+        for d in make_corpus(n, seed=seed):
+            columns = zip(d.tokens, d.columns["pos"], d.columns["chunk"], strict=True)
+            rows = [" ".join(row) for row in columns]
+            lines += [line for s, e in d.sentence_spans() for line in [*rows[s:e], ""]]
+        (root / "conll2000" / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    overrides = ["+experiment=conll00_tagchunk", "task.dev_sentences=0", "trainer.max_epochs=1"]
+    overrides += ["task.chunk_train_pos=given", "cache_dir=null"]
+    return trained_run(tmp_path_factory, root, "tagger", overrides)
