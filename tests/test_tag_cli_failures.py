@@ -16,6 +16,7 @@ import pytest
 from hydra_runs import ROOT, console, one_line_failure, tag_cli, without_full_error
 
 from structperc.data.conll import read_conll
+from structperc.data.text import read_text
 from structperc.predict import tag_file
 from structperc.tagger import Tagger
 
@@ -35,6 +36,14 @@ def test_text_without_words_has_no_entities(token_model, text):
     tagger = Tagger.load(token_model)
     assert tagger.entities(text) == []
     assert tagger.tag_documents([]) == [] and tagger.tag([]) == []
+
+
+@pytest.mark.parametrize("text", ["in\r", "John lives in Paris\n", "a b"])
+def test_a_text_ending_in_a_word_has_no_empty_token(token_model, text):
+    """syntok ends such a text with an empty token: it was tagged, and could be an entity."""
+    (paragraph,) = read_text(text)
+    assert paragraph.document.tokens == text.split()
+    assert all(e["text"] for e in Tagger.load(token_model).entities(text))
 
 
 @pytest.mark.parametrize(
