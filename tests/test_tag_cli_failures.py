@@ -81,6 +81,44 @@ def test_a_missing_setting_prints_the_usage_and_exits_2(args, missing):
     ]
 
 
+@pytest.mark.parametrize(
+    ("arg", "error"),
+    [
+        ("foo=1", "unknown setting foo= in 'foo=1'"),
+        ("+foo=1", "unknown setting foo= in '+foo=1'"),
+        ("~tagger", "'~tagger': settings are not deleted (key=null unsets one)"),
+        ("columns=[token", "'columns=[token' is not a setting key=value (no viable alternative"),
+        ("tagger", "'tagger' is not a setting key=value"),
+    ],
+)
+def test_an_argument_that_is_no_setting_prints_the_usage_and_exits_2(arg, error):
+    done = tag_cli("model=RUN", "input=in.txt", "output=out.txt", arg)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0] == USAGE + "  (--help: every setting)" and len(lines) == 2
+    assert lines[1].startswith(f"structperc-tag: error: {error}"), lines
+
+
+@pytest.mark.parametrize(
+    ("arg", "error"),
+    [
+        ("batch_size=x", "batch_size='x': expected a whole number"),
+        ("batch_size=true", "batch_size=True: expected a whole number"),
+        ("n_test=1.5", "n_test=1.5: expected a whole number or null"),
+        ("evaluate=3", "evaluate=3: expected true or false"),
+        ("columns=5", "columns=5: expected a list of column names"),
+        ("columns=[1]", "columns=[1]: expected a list of column names"),
+        ("device=gpu9", "device=gpu9: "),  # torch's words
+    ],
+)
+def test_a_setting_of_the_wrong_kind_is_one_line(token_model, tmp_path, arg, error):
+    (tmp_path / "in.txt").write_text("John\n")
+    out = tmp_path / "out.txt"
+    done = tag_cli(f"model={token_model}", f"input={tmp_path / 'in.txt'}", f"output={out}", arg)
+    one_line_failure(done, f"structperc-tag: error: {error}")
+    assert not out.exists()
+
+
 def test_training_with_a_setting_left_missing_prints_the_usage_and_exits_2(tmp_path):
     done = console(
         "structperc-train", "+experiment=conll03_local", "task.name=???",

@@ -149,13 +149,18 @@ def measure(args: argparse.Namespace) -> dict:
         "limit_mb": args.limit_mb,
         "cases": {},
     }
-    with tempfile.TemporaryDirectory() as tmp:
-        for case in args.cases:
-            row = run_case(case_args(case, Path(tmp), args.model, args.tagger), code, args.limit_mb)
-            result["cases"][case] = row
-            print(case, json.dumps(row), flush=True)
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{args.label}.json").write_text(json.dumps(result, indent=1) + "\n")
+    path = OUT / f"{args.label}.json"
+    if path.is_file():  # the cases not run again keep their rows
+        result["cases"] = json.loads(path.read_text())["cases"]
+    # one folder for every label's inputs and outputs: the jsonl output names its input file
+    folder = Path(tempfile.gettempdir()) / "structperc_tag_memory"
+    folder.mkdir(exist_ok=True)
+    for case in args.cases:
+        row = run_case(case_args(case, folder, args.model, args.tagger), code, args.limit_mb)
+        result["cases"][case] = row
+        print(case, json.dumps(row), flush=True)
+        OUT.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=1) + "\n")
     return result
 
 
