@@ -46,7 +46,7 @@ from structperc.progress import bar
 DEFAULT_GAZETTEER_TYPES = {"go": "ORG", "gp": "PER", "gm": "MISC", "gl": "LOC"}
 DEFAULT_BIGRAMS = ("wl", "pos", "chk", "go", "gp", "gm", "gl")
 # tokens whose attribute columns and template codes prediction builds at once (LocalFeatures.
-# transform): ~1 KB a token at the main job's 219 templates, so ~8 MB a piece
+# transform): a few KB a token at the main job's 250 templates, some 30 MB a piece
 PIECE_TOKENS = 8192
 
 
@@ -189,15 +189,17 @@ class LocalFeatures:
         """CSR (ids, offsets) of ``docs`` in consecutive pieces: runs of whole documents of at
         most ``PIECE_TOKENS`` tokens, and a longer document in windows (``_windows``)."""
         run: list[Document] = []
+        tokens = 0  # in the run
         for doc in [*docs, None]:  # None: the end
             long = doc is not None and len(doc) > PIECE_TOKENS
-            if run and (doc is None or long or sum(map(len, run)) + len(doc) > PIECE_TOKENS):
+            if run and (doc is None or long or tokens + len(doc) > PIECE_TOKENS):
                 yield self.vocab.transform(self._columns(run, False), doc_index(run))
-                run = []
+                run, tokens = [], 0
             if long:
                 yield from self._windows(doc)
             elif doc is not None:
                 run.append(doc)
+                tokens += len(doc)
 
     def _windows(self, doc: Document) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """CSR (ids, offsets) of a long document, ``PIECE_TOKENS`` tokens at a time.  A window
@@ -230,7 +232,7 @@ class LocalFeatures:
 
         Prediction (``training=False``) builds the attribute columns and template codes about
         ``PIECE_TOKENS`` tokens at a time, whole documents or windows of a longer one, so their
-        memory (~1 KB a token) does not grow with the input; the ids are the same.
+        memory (a few KB a token) does not grow with the input; the ids are the same.
         """
         if training:
             ids, offsets = self.vocab.transform(self._columns(docs, training), doc_index(docs))
