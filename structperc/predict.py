@@ -42,9 +42,18 @@ import time
 from pathlib import Path
 
 import hydra
+import torch
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 
-from structperc.cli import config_dir, fail_cleanly, require_settings, run_entry_point
+from structperc.cli import (
+    config_dir,
+    fail_cleanly,
+    require_settings,
+    run_entry_point,
+    usage_error,
+)
 from structperc.data.conll import read_conll, read_utf8, write_conll
 from structperc.data.tags import spans
 from structperc.data.text import entity_spans, read_text
@@ -60,6 +69,14 @@ INPUT_FORMATS, OUTPUT_FORMATS = ("conll", "text"), ("conll", "jsonl")
 PROGRAM = "structperc-tag"
 USAGE = "model=RUN_DIR input=FILE|- output=FILE|- [key=value ...]  (--help: every setting)"
 REQUIRED = ("model", "input", "output")
+# the settings that are not text, and what they must be (``settings``)
+WHOLE_NUMBERS, SWITCHES, LISTS = ("batch_size", "n_test"), ("evaluate",), ("columns",)
+KINDS = {
+    "batch_size": "a whole number",
+    "n_test": "a whole number or null",
+    "evaluate": "true or false",
+    "columns": "a list of column names, e.g. [token,_,ner]",
+}
 
 
 def tag_file(
@@ -148,30 +165,78 @@ def tag_file(
     return None
 
 
+def check_arguments(args: list[str]) -> None:
+    """Each ``key=value`` argument sets a key of ``conf/predict.yaml`` (or Hydra's ``hydra.*``):
+    otherwise the usage line and one error line naming the argument (as for a missing setting),
+    not Hydra's report of several lines and status 1.  A command line with flags (``--help``,
+    ``--cfg job``, ...) is Hydra's to read."""
+    if any(arg.startswith("-") for arg in args):
+        return
+    keys = set(OmegaConf.load(Path(config_dir()) / "predict.yaml")) - {"defaults", "hydra"}
+    parser = OverridesParser.create()
+    for arg in args:
+        try:
+            (override,) = parser.parse_overrides([arg])
+        except OverrideParseException as err:
+            reason = str(err).strip().splitlines()[0]
+            usage_error(PROGRAM, USAGE, f"{arg!r} is not a setting key=value ({reason})")
+        key = override.key_or_group
+        if override.is_delete():
+            usage_error(PROGRAM, USAGE, f"{arg!r}: settings are not deleted (key=null unsets one)")
+        if key.split(".")[0] != "hydra" and key not in keys:
+            usage_error(PROGRAM, USAGE, f"unknown setting {key}= in {arg!r}")
+
+
+def settings(cfg: DictConfig) -> dict:
+    """The settings of ``cfg`` as plain values: text settings as strings (``model=3`` is the
+    folder "3"), ValueError naming a setting of the wrong kind (``batch_size=x``, a device
+    torch does not know, ...)."""
+    out = OmegaConf.to_container(cfg)
+    for key, value in out.items():
+        if value is None:
+            continue
+        if key in WHOLE_NUMBERS:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif key in SWITCHES:
+            ok = isinstance(value, bool)
+        elif key in LISTS:
+            ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        else:
+            ok = not isinstance(value, list | dict)
+            out[key] = str(value)
+        if not ok:
+            raise ValueError(f"{key}={value!r}: expected {KINDS.get(key, 'text')}")
+    try:
+        torch.device(out["device"])
+    except (RuntimeError, ValueError) as err:
+        raise ValueError(f"device={out['device']}: {str(err).splitlines()[0]}") from None
+    return out
+
+
 @hydra.main(version_base="1.3", config_path=config_dir(), config_name="predict")
 def tag_main(cfg: DictConfig) -> None:
     """Hydra's job: ``tag_file`` with the settings of ``conf/predict.yaml``."""
     require_settings(PROGRAM, USAGE, [k for k in REQUIRED if OmegaConf.is_missing(cfg, k)])
-    columns = cfg.get("columns")
     group = SERIAL
     try:
-        group = Group.from_environment("auto", cfg.device)
+        s = settings(cfg)
+        group = Group.from_environment("auto", s["device"])
         scores = tag_file(
-            cfg.model,
-            cfg.input,
-            cfg.output,
-            layout=cfg.layout,
-            documents=cfg.documents,
-            columns=OmegaConf.to_container(columns) if columns is not None else None,
-            scheme=cfg.get("scheme"),
-            input_format=cfg.get("input_format", "conll"),
-            output_format=cfg.get("output_format", "conll"),
-            batch_size=cfg.batch_size,
-            device=group.device_of(cfg.device),
-            score=cfg.evaluate,
-            n_test=cfg.get("n_test"),
-            constraints=cfg.get("constraints"),
-            tagger=cfg.get("tagger"),
+            s["model"],
+            s["input"],
+            s["output"],
+            layout=s["layout"],
+            documents=s["documents"],
+            columns=s["columns"],
+            scheme=s["scheme"],
+            input_format=s["input_format"],
+            output_format=s["output_format"],
+            batch_size=s["batch_size"],
+            device=group.device_of(s["device"]),
+            score=s["evaluate"],
+            n_test=s["n_test"],
+            constraints=s["constraints"],
+            tagger=s["tagger"],
             group=group,
         )
     except (ValueError, OSError) as err:
@@ -188,6 +253,7 @@ def tag_main(cfg: DictConfig) -> None:
 
 def main() -> None:
     """``structperc-tag``: the command line (``sys.argv``) through Hydra; Ctrl-C: one line."""
+    check_arguments(sys.argv[1:])
     run_entry_point(PROGRAM, tag_main)
 
 

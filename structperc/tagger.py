@@ -13,7 +13,9 @@ features, and its local features with the gazetteer they were trained with) and 
 ``Document``s or plain text (paragraphs are documents; ``data/text.py``).  A model whose features
 read the POS or chunk column needs them in the input; tokens and text do not carry them, so such
 a model needs its column tagger (``column_tagger``: a POS tagger and chunker, ``tasks/tagchunk.py``)
-and says so otherwise.
+and says so otherwise.  A run folder may carry one (``RUN/tagger``: ``features.tagger``, as
+``make run`` sets it): ``Tagger.load`` then finds it, and loads it when input first lacks the
+columns.
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ class Tagger:
     Args:
         structure: the model's structure (``tasks.loading.load_tagger``).
         features: its fitted local features.
-        column_tagger: fills the POS and chunk columns the features need (``fill(docs)``), or
-            None.
+        column_tagger: fills the POS and chunk columns the features need (``fill(docs)``), the
+            folder of one (loaded when first needed), or None.
         batch_size: documents decoded at once.
         device: where the tables live.
     """
@@ -54,9 +56,16 @@ class Tagger:
         device: str = "cpu",
     ):
         self.structure, self.features = structure, features
-        self.column_tagger = column_tagger
+        self._column_tagger = column_tagger
         self.batch_size, self.device = batch_size, device
         structure.weights.to(device)
+
+    @property
+    def column_tagger(self) -> ColumnTagger | None:
+        """The column tagger, loaded on first use when given as a folder."""
+        if isinstance(self._column_tagger, str | Path):
+            self._column_tagger = ColumnTagger.load(self._column_tagger, device=self.device)
+        return self._column_tagger
 
     @classmethod
     def load(
@@ -70,11 +79,14 @@ class Tagger:
         device: str = "cpu",
     ) -> Tagger:
         """The model of a run folder (``model.json`` + ``model.safetensors``); ``n`` and
-        ``constraints`` override the model's own n' and tag-scheme constraints."""
+        ``constraints`` override the model's own n' and tag-scheme constraints.  Without a
+        ``column_tagger``, the one the run folder carries (``RUN/tagger``), if any."""
         structure, features = load_tagger(run_dir, n=n, constraints=constraints)
+        carried = Path(run_dir) / "tagger"
         if column_tagger is None and features.tags == "auto":  # trained on the tagger's columns
-            carried = Path(run_dir) / "tagger"
             column_tagger = ColumnTagger.load(carried if carried.is_dir() else features.tagger)
+        elif column_tagger is None and carried.is_dir():  # for input without the columns
+            column_tagger = carried
         return cls(structure, features, column_tagger, batch_size, device)
 
     @property
@@ -96,8 +108,8 @@ class Tagger:
             where = docs[0].source or "the input"
             raise MissingColumns(
                 f"{where}: the model's features read the {' and '.join(sorted(missing))} "
-                f"column(s), which the input lacks: give them (a column map with pos/chunk), or "
-                f"use a model trained with features.tags=auto, which tags them itself"
+                f"column(s), which the input lacks: give a column tagger (tagger=runs/tagchunk, "
+                f"which `make tagger` trains), or the columns (a column map with pos/chunk)"
             )
         return self.column_tagger.fill(docs)
 

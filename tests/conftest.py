@@ -68,3 +68,53 @@ def _one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+# -- the trained models the tagging tests share (test_tag_*.py): trained once a session ---------
+@pytest.fixture(scope="session")
+def synthetic_dir(tmp_path_factory) -> Path:
+    """A synthetic CoNLL-2003 folder: 30 training, 10 dev and 10 test documents."""
+    from hydra_runs import write_synthetic_conll2003
+
+    sizes = {"train": 30, "dev": 10, "test": 10}
+    return write_synthetic_conll2003(tmp_path_factory.mktemp("data"), sizes)
+
+
+@pytest.fixture(scope="session")
+def token_model(tmp_path_factory, synthetic_dir) -> Path:
+    """A chain on token attributes alone (it needs no POS or chunk column), 4 epochs."""
+    from hydra_runs import TOKEN_FEATURES, trained_run
+
+    overrides = ["+experiment=conll03_local", "trainer.max_epochs=4", *TOKEN_FEATURES]
+    return trained_run(tmp_path_factory, synthetic_dir, "tokens", overrides)
+
+
+@pytest.fixture(scope="session")
+def column_model(tmp_path_factory, synthetic_dir) -> Path:
+    """A chain whose features read the POS and chunk columns, 2 epochs."""
+    from hydra_runs import trained_run
+
+    overrides = ["+experiment=conll03_local", "trainer.max_epochs=2", "features.gazetteer=none"]
+    return trained_run(tmp_path_factory, synthetic_dir, "columns", overrides)
+
+
+@pytest.fixture(scope="session")
+def synthetic_tagger(tmp_path_factory) -> Path:
+    """A column tagger (``+experiment=conll00_tagchunk``, 1 epoch) trained on synthetic
+    CoNLL-2000 sentences: a run folder with ``pos/`` and ``chunk/`` models, in seconds."""
+    from hydra_runs import trained_run
+
+    from structperc.data.synthetic import make_corpus
+
+    root = tmp_path_factory.mktemp("data2000")
+    (root / "conll2000").mkdir()
+    for split, n, seed in (("train", 30, 1), ("test", 5, 2)):
+        lines = []
+        for d in make_corpus(n, seed=seed):
+            columns = zip(d.tokens, d.columns["pos"], d.columns["chunk"], strict=True)
+            rows = [" ".join(row) for row in columns]
+            lines += [line for s, e in d.sentence_spans() for line in [*rows[s:e], ""]]
+        (root / "conll2000" / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    overrides = ["+experiment=conll00_tagchunk", "task.dev_sentences=0", "trainer.max_epochs=1"]
+    overrides += ["task.chunk_train_pos=given", "cache_dir=null"]
+    return trained_run(tmp_path_factory, root, "tagger", overrides)

@@ -1,13 +1,16 @@
 """What the end-to-end tests (``test_run``, ``test_crf_run``, ``test_tasks_joint``, the tagging
 command's) share: the Hydra config composed from ``conf/``, a synthetic CoNLL-2003 folder, one
-run through ``structperc.run.main_from_config``, and ``structperc-tag`` as a console script."""
+run through ``structperc.run.main_from_config``, and ``structperc-tag`` called in-process as its
+console script (the trained models the tagging tests share are fixtures of ``conftest.py``)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
@@ -62,18 +65,46 @@ def trained_run(tmp_path_factory, data_dir: Path, name: str, overrides: list[str
     return out
 
 
-def tag_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    """``structperc-tag ARGS``: ``main`` called from a plain import, as the console script does
-    (``python -m`` would run it as ``__main__``, where Hydra finds its configs differently)."""
-    code = "import sys; from structperc.predict import main; sys.argv[0] = 'structperc-tag'; main()"
-    return subprocess.run(
-        [sys.executable, "-c", code, *args],
-        cwd=ROOT,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env={k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"},
-    )
+def console(program: str, *args: str, stdin: str | bytes | None = None):
+    """The console script ``program`` (``structperc-tag`` or ``structperc-train``) run with
+    ``ARGS`` in this process: its function in ``structperc.console`` with ``sys.argv`` and the
+    standard streams replaced, and ``HYDRA_FULL_ERROR`` unset.  A ``CompletedProcess`` with the
+    exit status a process would have: ``SystemExit``'s, or 1 and the traceback on stderr for
+    any other exception.  (A second or more less per call than a new Python importing torch.)"""
+    from structperc import console as scripts
+
+    entry = {"structperc-tag": scripts.tag, "structperc-train": scripts.train}[program]
+    data = stdin.encode() if isinstance(stdin, str) else stdin or b""
+    streams = (io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"), io.StringIO(), io.StringIO())
+    saved = (sys.argv, sys.stdin, sys.stdout, sys.stderr)
+    full_error = os.environ.pop("HYDRA_FULL_ERROR", None)
+    sys.argv = [program, *args]
+    sys.stdin, sys.stdout, sys.stderr = streams
+    status = 0
+    try:
+        entry()
+    except SystemExit as err:
+        if isinstance(err.code, str):
+            print(err.code, file=sys.stderr)
+        status = err.code if isinstance(err.code, int) else int(err.code is not None)
+    except Exception:
+        traceback.print_exc()
+        status = 1
+    finally:
+        sys.argv, sys.stdin, sys.stdout, sys.stderr = saved
+        if full_error is not None:
+            os.environ["HYDRA_FULL_ERROR"] = full_error
+    return subprocess.CompletedProcess(args, status, streams[1].getvalue(), streams[2].getvalue())
+
+
+def tag_cli(*args: str, stdin: str | bytes | None = None) -> subprocess.CompletedProcess:
+    """``structperc-tag ARGS`` in this process (``console``)."""
+    return console("structperc-tag", *args, stdin=stdin)
+
+
+def without_full_error() -> dict[str, str]:
+    """The environment less ``HYDRA_FULL_ERROR`` (a child process then fails in one line)."""
+    return {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
 
 
 def one_line_failure(done: subprocess.CompletedProcess, *expected: str) -> None:

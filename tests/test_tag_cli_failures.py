@@ -13,34 +13,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra_runs import (
-    ROOT,
-    TOKEN_FEATURES,
-    one_line_failure,
-    tag_cli,
-    trained_run,
-    write_synthetic_conll2003,
-)
+from hydra_runs import ROOT, console, one_line_failure, tag_cli, without_full_error
 
 from structperc.data.conll import read_conll
+from structperc.data.text import read_text
 from structperc.predict import tag_file
 from structperc.tagger import Tagger
 
 USAGE = "usage: structperc-tag model=RUN_DIR input=FILE|- output=FILE|- [key=value ...]"
 TEXT = ["input_format=text", "output_format=jsonl"]
-
-
-@pytest.fixture(scope="module")
-def synthetic_dir(tmp_path_factory) -> Path:
-    return write_synthetic_conll2003(
-        tmp_path_factory.mktemp("data"), {"train": 30, "dev": 10, "test": 10}
-    )
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory, synthetic_dir) -> Path:
-    overrides = ["+experiment=conll03_local", "trainer.max_epochs=4", *TOKEN_FEATURES]
-    return trained_run(tmp_path_factory, synthetic_dir, "tokens", overrides)
 
 
 def synthetic_text(synthetic_dir: Path, newline: str = "\n") -> str:
@@ -51,25 +32,33 @@ def synthetic_text(synthetic_dir: Path, newline: str = "\n") -> str:
 
 # -- text without words ---------------------------------------------------------------------
 @pytest.mark.parametrize("text", ["", "\n\n", " \t\n", "\u200b"])
-def test_text_without_words_has_no_entities(model, text):
-    tagger = Tagger.load(model)
+def test_text_without_words_has_no_entities(token_model, text):
+    tagger = Tagger.load(token_model)
     assert tagger.entities(text) == []
     assert tagger.tag_documents([]) == [] and tagger.tag([]) == []
+
+
+@pytest.mark.parametrize("text", ["in\r", "John lives in Paris\n", "a b"])
+def test_a_text_ending_in_a_word_has_no_empty_token(token_model, text):
+    """syntok ends such a text with an empty token: it was tagged, and could be an entity."""
+    (paragraph,) = read_text(text)
+    assert paragraph.document.tokens == text.split()
+    assert all(e["text"] for e in Tagger.load(token_model).entities(text))
 
 
 @pytest.mark.parametrize(
     ("name", "data"), [("empty", b""), ("blank", b"\n\n  \n\t\n"), ("zwsp", b"\xe2\x80\x8b")]
 )
-def test_a_text_file_without_words_gives_an_empty_output(model, tmp_path, name, data):
+def test_a_text_file_without_words_gives_an_empty_output(token_model, tmp_path, name, data):
     (tmp_path / "in.txt").write_bytes(data)
     out = tmp_path / "out.jsonl"
-    done = tag_cli(f"model={model}", f"input={tmp_path / 'in.txt'}", f"output={out}", *TEXT)
+    done = tag_cli(f"model={token_model}", f"input={tmp_path / 'in.txt'}", f"output={out}", *TEXT)
     assert done.returncode == 0, done.stderr
     assert out.read_text() == "" and "no words to tag" in done.stderr
 
 
-def test_empty_standard_input_gives_empty_standard_output(model):
-    done = tag_cli(f"model={model}", "input=-", "output=-", *TEXT, stdin="")
+def test_empty_standard_input_gives_empty_standard_output(token_model):
+    done = tag_cli(f"model={token_model}", "input=-", "output=-", *TEXT, stdin="")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and "<stdin>: no words to tag" in done.stderr
 
@@ -92,11 +81,48 @@ def test_a_missing_setting_prints_the_usage_and_exits_2(args, missing):
     ]
 
 
+@pytest.mark.parametrize(
+    ("arg", "error"),
+    [
+        ("foo=1", "unknown setting foo= in 'foo=1'"),
+        ("+foo=1", "unknown setting foo= in '+foo=1'"),
+        ("~tagger", "'~tagger': settings are not deleted (key=null unsets one)"),
+        ("columns=[token", "'columns=[token' is not a setting key=value (no viable alternative"),
+        ("tagger", "'tagger' is not a setting key=value"),
+    ],
+)
+def test_an_argument_that_is_no_setting_prints_the_usage_and_exits_2(arg, error):
+    done = tag_cli("model=RUN", "input=in.txt", "output=out.txt", arg)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0] == USAGE + "  (--help: every setting)" and len(lines) == 2
+    assert lines[1].startswith(f"structperc-tag: error: {error}"), lines
+
+
+@pytest.mark.parametrize(
+    ("arg", "error"),
+    [
+        ("batch_size=x", "batch_size='x': expected a whole number"),
+        ("batch_size=true", "batch_size=True: expected a whole number"),
+        ("n_test=1.5", "n_test=1.5: expected a whole number or null"),
+        ("evaluate=3", "evaluate=3: expected true or false"),
+        ("columns=5", "columns=5: expected a list of column names"),
+        ("columns=[1]", "columns=[1]: expected a list of column names"),
+        ("device=gpu9", "device=gpu9: "),  # torch's words
+    ],
+)
+def test_a_setting_of_the_wrong_kind_is_one_line(token_model, tmp_path, arg, error):
+    (tmp_path / "in.txt").write_text("John\n")
+    out = tmp_path / "out.txt"
+    done = tag_cli(f"model={token_model}", f"input={tmp_path / 'in.txt'}", f"output={out}", arg)
+    one_line_failure(done, f"structperc-tag: error: {error}")
+    assert not out.exists()
+
+
 def test_training_with_a_setting_left_missing_prints_the_usage_and_exits_2(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-c", "from structperc.run import main; main()",
-         "+experiment=conll03_local", "task.name=???", f"hydra.run.dir={tmp_path / 'run'}"],
-        cwd=ROOT, capture_output=True, text=True, env=_without_full_error(),
+    done = console(
+        "structperc-train", "+experiment=conll03_local", "task.name=???",
+        f"hydra.run.dir={tmp_path / 'run'}",
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines()[-2:] == [
@@ -107,7 +133,7 @@ def test_training_with_a_setting_left_missing_prints_the_usage_and_exits_2(tmp_p
 
 
 # -- an output that is the input ------------------------------------------------------------
-def test_an_output_that_is_the_input_is_refused_before_anything_is_written(model, tmp_path):
+def test_an_output_that_is_the_input_is_refused_before_anything_is_written(token_model, tmp_path):
     source = tmp_path / "in.txt"
     source.write_text("John\nlives\n")
     (tmp_path / "link.txt").symlink_to(source)
@@ -119,9 +145,9 @@ def test_an_output_that_is_the_input_is_refused_before_anything_is_written(model
         tmp_path / ".." / tmp_path.name / "in.txt",  # another spelling
     ):
         with pytest.raises(ValueError, match=f"output={output} is the input file {source}"):
-            tag_file(model, source, output, columns=["token"])
+            tag_file(token_model, source, output, columns=["token"])
     assert (tmp_path / "link.txt").is_symlink() and source.read_text() == "John\nlives\n"
-    done = tag_cli(f"model={model}", f"input={source}", f"output={tmp_path / 'link.txt'}")
+    done = tag_cli(f"model={token_model}", f"input={source}", f"output={tmp_path / 'link.txt'}")
     one_line_failure(done, "structperc-tag: error:", "refusing to overwrite the input")
     assert (tmp_path / "link.txt").is_symlink() and source.read_text() == "John\nlives\n"
 
@@ -154,22 +180,22 @@ def _without(meta: dict, *keys: str) -> dict:
     ],
 )  # fmt: skip
 def test_a_model_json_of_the_wrong_shape_is_one_error_naming_the_file(
-    model, tmp_path, change, expected
+    token_model, tmp_path, change, expected
 ):
     bad = tmp_path / "bad"
     bad.mkdir()
-    (bad / "model.safetensors").write_bytes((model / "model.safetensors").read_bytes())
-    meta = json.loads((model / "model.json").read_text())
+    (bad / "model.safetensors").write_bytes((token_model / "model.safetensors").read_bytes())
+    meta = json.loads((token_model / "model.json").read_text())
     (bad / "model.json").write_text(json.dumps(change(meta)))
     with pytest.raises(ValueError) as err:
         Tagger.load(bad)
     assert str(err.value).startswith(f"{bad / 'model.json'}: ") and expected in str(err.value)
 
 
-def test_a_model_json_of_the_wrong_shape_fails_the_cli_in_one_line(model, tmp_path):
+def test_a_model_json_of_the_wrong_shape_fails_the_cli_in_one_line(token_model, tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()
-    (bad / "model.safetensors").write_bytes((model / "model.safetensors").read_bytes())
+    (bad / "model.safetensors").write_bytes((token_model / "model.safetensors").read_bytes())
     (bad / "model.json").write_text("[]\n")
     (tmp_path / "in.txt").write_text("John\n")
     done = tag_cli(
@@ -194,11 +220,11 @@ def test_an_unwritable_output_is_named_not_its_temporary_file(tmp_path, monkeypa
     assert str(err.value) == f"[Errno 13] Permission denied: '{tmp_path / 'out.txt'}'"
 
 
-def test_an_output_that_is_a_folder_is_named_by_the_cli(model, tmp_path):
+def test_an_output_that_is_a_folder_is_named_by_the_cli(token_model, tmp_path):
     (tmp_path / "in.txt").write_text("John\n")
     (tmp_path / "folder").mkdir()
     done = tag_cli(
-        f"model={model}", f"input={tmp_path / 'in.txt'}", f"output={tmp_path / 'folder'}",
+        f"model={token_model}", f"input={tmp_path / 'in.txt'}", f"output={tmp_path / 'folder'}",
         "columns=[token]",
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
@@ -208,17 +234,13 @@ def test_an_output_that_is_a_folder_is_named_by_the_cli(model, tmp_path):
 
 
 # -- Ctrl-C ---------------------------------------------------------------------------------
-def _without_full_error() -> dict:
-    return {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
-
-
 def _interrupted(setup: str, entry: str, *args: str) -> subprocess.CompletedProcess:
     """Run ``entry`` (a console script's function) with ``args`` after ``setup``, Python that
     arranges a real SIGINT somewhere."""
     code = f"import os, signal, sys, time\n{setup}\nsys.argv[1:] = {list(args)!r}\n{entry}()\n"
     return subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-        env=_without_full_error(),
+        env=without_full_error(),
     )  # fmt: skip
 
 
@@ -255,14 +277,14 @@ from structperc.console import tag as main
 
 
 @pytest.mark.parametrize("when", ["tagging", "writing"])
-def test_ctrl_c_ends_in_one_line_and_leaves_the_output_as_it_was(model, tmp_path, when):
+def test_ctrl_c_ends_in_one_line_and_leaves_the_output_as_it_was(token_model, tmp_path, when):
     (tmp_path / "in.txt").write_text("John\nlives\n")
     out = tmp_path / "out.txt"
     if when == "writing":
         out.write_text("the previous output\n")
     setup = WHILE_TAGGING if when == "tagging" else WHILE_WRITING
     done = _interrupted(
-        setup, "main", f"model={model}", f"input={tmp_path / 'in.txt'}", f"output={out}",
+        setup, "main", f"model={token_model}", f"input={tmp_path / 'in.txt'}", f"output={out}",
         "columns=[token]",
     )  # fmt: skip
     assert_interrupted(done, "structperc-tag")
@@ -291,7 +313,7 @@ from structperc.run import main
 # -- character offsets ----------------------------------------------------------------------
 @pytest.mark.parametrize("newline", ["\r\n", "\r"])
 def test_jsonl_offsets_index_the_decoded_text_with_its_line_ends(
-    model, synthetic_dir, tmp_path, newline
+    token_model, synthetic_dir, tmp_path, newline
 ):
     """With a byte-order mark and CRLF (or old Mac CR) line ends: the offsets index the text
     decoded without the mark, its line ends as in the file (README, "Tagging new text")."""
@@ -299,7 +321,7 @@ def test_jsonl_offsets_index_the_decoded_text_with_its_line_ends(
     path = tmp_path / "in.txt"
     path.write_bytes(codecs.BOM_UTF8 + text.encode())
     out = tmp_path / "out.jsonl"
-    done = tag_cli(f"model={model}", f"input={path}", f"output={out}", *TEXT)
+    done = tag_cli(f"model={token_model}", f"input={path}", f"output={out}", *TEXT)
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [line["source"] for line in lines] == [f"{path}:{n}" for n in (1, 3, 5, 7)]
@@ -309,6 +331,6 @@ def test_jsonl_offsets_index_the_decoded_text_with_its_line_ends(
         decoded = f.read()
     assert decoded == text
     assert all(decoded[e["start"] : e["end"]] == e["text"] for e in entities)
-    assert entities == Tagger.load(model).entities(text)
-    lf = Tagger.load(model).entities(synthetic_text(synthetic_dir))
+    assert entities == Tagger.load(token_model).entities(text)
+    lf = Tagger.load(token_model).entities(synthetic_text(synthetic_dir))
     assert [(e["text"], e["type"]) for e in entities] == [(e["text"], e["type"]) for e in lf]

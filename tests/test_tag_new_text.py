@@ -4,42 +4,15 @@ CLI's failures: one line naming what is wrong, exit status 2."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from hydra_runs import (
-    ROOT,
-    TOKEN_FEATURES,
-    one_line_failure,
-    run_main,
-    write_synthetic_conll2003,
-)
+from hydra_runs import console, one_line_failure, run_main
 from hydra_runs import tag_cli as cli
 from hydra_runs import trained_run as _trained
 
 from structperc.data.conll import read_conll
 from structperc.tagger import MissingColumns, Tagger
-
-
-@pytest.fixture(scope="module")
-def synthetic_dir(tmp_path_factory) -> Path:
-    return write_synthetic_conll2003(
-        tmp_path_factory.mktemp("data"), {"train": 30, "dev": 10, "test": 10}
-    )
-
-
-@pytest.fixture(scope="module")
-def token_model(tmp_path_factory, synthetic_dir) -> Path:
-    overrides = ["+experiment=conll03_local", "trainer.max_epochs=4", *TOKEN_FEATURES]
-    return _trained(tmp_path_factory, synthetic_dir, "tokens", overrides)
-
-
-@pytest.fixture(scope="module")
-def column_model(tmp_path_factory, synthetic_dir) -> Path:
-    overrides = ["+experiment=conll03_local", "trainer.max_epochs=2", "features.gazetteer=none"]
-    return _trained(tmp_path_factory, synthetic_dir, "columns", overrides)
 
 
 def test_the_api_tags_tokens_like_the_file_tagger(token_model, synthetic_dir):
@@ -166,27 +139,13 @@ def test_cli_fails_in_one_line(token_model, tmp_path):
     )
 
 
-def test_training_with_a_missing_gazetteer_fails_in_one_line(synthetic_dir, tmp_path):
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "structperc.run",
-            "+experiment=conll03_local",
-            f"data.dir={synthetic_dir}",
-            "features.gazetteer=naive",
-            f"features.gazetteer_path={tmp_path / 'nowhere.list'}",
-            f"hydra.run.dir={tmp_path / 'run'}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={
-            k: v
-            for k, v in __import__("os").environ.items()
-            if k not in ("HYDRA_FULL_ERROR", "STRUCTPERC_DATA")
-        },
-    )
+def test_training_with_a_missing_gazetteer_fails_in_one_line(synthetic_dir, tmp_path, monkeypatch):
+    monkeypatch.delenv("STRUCTPERC_DATA", raising=False)
+    done = console(
+        "structperc-train", "+experiment=conll03_local", f"data.dir={synthetic_dir}",
+        "features.gazetteer=naive", f"features.gazetteer_path={tmp_path / 'nowhere.list'}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    )  # fmt: skip
     one_line_failure(done, "structperc-train: error:", "nowhere.list")
 
 
@@ -355,11 +314,7 @@ def test_standard_input_and_output(token_model, column_model, synthetic_dir, tmp
     assert lines.returncode == 0, lines.stderr
     docs = [json.loads(line) for line in lines.stdout.splitlines()]
     assert [d["source"] for d in docs] == ["<stdin>:1", "<stdin>:3"]
-    bad = subprocess.run(
-        [sys.executable, "-m", "structperc.predict", f"model={column_model}", "input=-",
-         "output=-"],
-        cwd=ROOT, input=b"EU NNP B-NP B-ORG\n\xff\n", capture_output=True,
-    )  # fmt: skip
-    assert bad.returncode == 2 and bad.stderr.decode().strip().endswith(
+    bad = cli(f"model={column_model}", "input=-", "output=-", stdin=b"EU NNP B-NP B-ORG\n\xff\n")
+    assert bad.returncode == 2 and bad.stderr.strip().endswith(
         "<stdin>:2: expected UTF-8 text, found byte 0xff (invalid start byte)"
     )

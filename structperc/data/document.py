@@ -34,3 +34,13 @@ class Document:
         """The [start, end) token spans of the sentences that have tokens."""
         bounds = [*self.sentence_starts, len(self.tokens)]
         return [(s, e) for s, e in zip(bounds, bounds[1:], strict=False) if e > s]
+
+
+def sub_document(doc: Document, start: int, end: int) -> Document:
+    """Tokens start..end-1 of ``doc`` as a document (one sentence, or a window of a long one)."""
+    return Document(
+        tokens=doc.tokens[start:end],
+        columns={k: v[start:end] for k, v in doc.columns.items()},
+        tags=None if doc.tags is None else doc.tags[start:end],
+        source=doc.source,
+    )

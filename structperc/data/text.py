@@ -45,10 +45,12 @@ def read_text(text: str, source: str = "<text>") -> list[TextDocument]:
         offsets: list[tuple[int, int]] = []
         starts: list[int] = []
         for sentence in paragraph:
-            if not sentence:
+            if not any(token.value for token in sentence):
                 continue
             starts.append(len(tokens))
             for token in sentence:
+                if not token.value:  # syntok's empty token after a last word without a stop
+                    continue
                 tokens.append(token.value)
                 offsets.append((token.offset, token.offset + len(token.value)))
         if tokens:

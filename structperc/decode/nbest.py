@@ -81,18 +81,34 @@ def _top(cand: Tensor, n: int) -> tuple[Tensor, Tensor]:
     return torch.topk(cand, min(n, cand.shape[-1]), dim=-1, sorted=True)
 
 
-def nbest(potentials: Tensor, lengths: Tensor, n: int) -> tuple[Tensor, Tensor]:
-    """The n best paths [B, n, T] (long, -1 past each length) and their scores [B, n], best first.
+def nbest(
+    potentials: Tensor, lengths: Tensor, n: int, dtype: torch.dtype = torch.long
+) -> tuple[Tensor, Tensor]:
+    """The n best paths [B, n, T] (-1 past each length) and their scores [B, n], best first.
 
     Entries beyond the number of existing paths have score -inf and path -1 everywhere.
     n = 2 takes the max-marginal route (``two_best``), which costs about two Viterbi passes.
+    ``dtype``: the paths' integer type (``path_dtype``: int8 stores the n best of a long
+    document in an eighth of long's memory; the sidetrack search writes it from the start).
     """
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     name = algorithm(potentials, n)
+    if name == "kbest_sidetracks":
+        return kbest_sidetracks(potentials, lengths, n, dtype)
     if name == "two_best":
-        return two_best(potentials, lengths)
-    return _KBEST[name](potentials, lengths, n)
+        paths, scores = two_best(potentials, lengths)
+    else:
+        paths, scores = _KBEST[name](potentials, lengths, n)
+    return paths.to(dtype), scores
+
+
+def path_dtype(num_labels: int) -> torch.dtype:
+    """The smallest integer type that holds the label ids 0..num_labels-1 and -1."""
+    for dtype in (torch.int8, torch.int16, torch.int32):
+        if num_labels <= torch.iinfo(dtype).max:
+            return dtype
+    return torch.long
 
 
 def kbest_beam(potentials: Tensor, lengths: Tensor, n: int) -> tuple[Tensor, Tensor]:
@@ -218,9 +234,14 @@ def _trace(back: Tensor, fidx: Tensor, lengths: Tensor, L: int, n: int) -> Tenso
 
 
 def nbest_batched(
-    potentials: Tensor, lengths: Tensor, n: int, memory_budget: int = 512 * 2**20
+    potentials: Tensor,
+    lengths: Tensor,
+    n: int,
+    memory_budget: int = 512 * 2**20,
+    dtype: torch.dtype = torch.long,
 ) -> tuple[Tensor, Tensor]:
-    """``nbest`` over sub-batches whose back-pointers fit ``memory_budget`` bytes."""
+    """``nbest`` (paths of type ``dtype``) over sub-batches whose back-pointers fit
+    ``memory_budget`` bytes."""
     B, T, L, _ = potentials.shape
     # the sidetrack search keeps [T, L, L] costs and the paths; the beam stores int32 (label,
     # previous k) per kept prefix, plus the [n, L]
@@ -235,8 +256,10 @@ def nbest_batched(
         per_seq = T * L * n * 8 * 4
     step = max(1, memory_budget // max(per_seq, 1))
     if step >= B:
-        return nbest(potentials, lengths, n)
-    parts = [nbest(potentials[s : s + step], lengths[s : s + step], n) for s in range(0, B, step)]
+        return nbest(potentials, lengths, n, dtype)
+    parts = [
+        nbest(potentials[s : s + step], lengths[s : s + step], n, dtype) for s in range(0, B, step)
+    ]
     return torch.cat([p for p, _ in parts]), torch.cat([s for _, s in parts])
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import weakref
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -41,6 +41,9 @@ from structperc.features.non_local.notation import FAMILIES, check_families
 from structperc.features.non_local.vectorized import candidate_codes
 
 VOCABULARIES = ("all", "gold", "grow", "hash")
+# the candidate labels ``code_counts`` computes at once: its [candidates, T] arrays then take a
+# few MB each, whatever the document's length (a CoNLL document's 100-best is ~1/10 of it)
+MAX_CELLS = 1 << 20
 
 
 class NonLocalFeatures:
@@ -151,7 +154,9 @@ class NonLocalFeatures:
         cand = _as_array(candidates)[:, : len(doc)]
         if cand.size and cand.max() >= len(self.labels):
             raise ValueError(f"label id {cand.max()} out of range for {len(self.labels)} labels")
-        index, step = self.index(doc), max(self.max_batch, 1)
+        # at most max_batch candidates, and at most MAX_CELLS labels, at a time
+        step = max(1, min(self.max_batch, MAX_CELLS // max(len(doc), 1)))
+        index = self.index(doc)
         parts = [
             candidate_codes(
                 index,
@@ -184,6 +189,17 @@ class NonLocalFeatures:
         if admit and self.vocabulary == "grow":
             self._admit(counts.sum(axis=0))
         return csr(counts, self.code_id)
+
+    def vectorize_pieces(
+        self, doc: Document, candidates
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """``vectorize`` of consecutive groups of the candidates, of at most ``MAX_CELLS``
+        labels (all of them for a CoNLL document): a long document's CSR rows repeat a
+        feature as often as it fires (~2 ids a token), 280 MB for the 100-best of 189,000
+        tokens at once."""
+        step = max(1, MAX_CELLS // max(len(doc), 1))
+        for first in range(0, max(len(candidates), 1), step):
+            yield self.vectorize(doc, candidates[first : first + step])
 
     def _admit(self, seen: np.ndarray) -> int:
         new = [c for c in np.flatnonzero(seen).tolist() if self.code_id[c] < 0]
@@ -233,9 +249,13 @@ class NonLocalFeatures:
 
 
 def _as_array(candidates) -> np.ndarray:
+    """Candidates as a 2-d NumPy array of label ids, in their own integer type (a long
+    document's n-best in int8 stays one byte a label)."""
     if isinstance(candidates, torch.Tensor):
         candidates = candidates.detach().cpu().numpy()
-    arr = np.asarray(candidates, dtype=np.int64)
+    arr = np.asarray(candidates)
+    if not np.issubdtype(arr.dtype, np.integer):
+        arr = arr.astype(np.int64)
     return arr.reshape(1, -1) if arr.ndim == 1 else arr
 
 

@@ -210,6 +210,15 @@ def concat_columns(per_doc: list[dict[str, list[str | None]]]) -> dict[str, list
     return out
 
 
+def join_csr(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Consecutive CSR pieces (ids [nnz_k], offsets [n_k + 1] from 0) as one (ids, offsets)."""
+    if not parts:
+        return np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64)
+    shift = np.cumsum([0] + [len(ids) for ids, _ in parts[:-1]])
+    offsets = [parts[0][1][:1]] + [o[1:] + s for (_, o), s in zip(parts, shift, strict=True)]
+    return np.concatenate([ids for ids, _ in parts]), np.concatenate(offsets)
+
+
 def doc_index(docs: list[Document]) -> np.ndarray:
     """[N] int64: the document of each token of the concatenated corpus."""
     return np.repeat(np.arange(len(docs), dtype=np.int64), [len(d) for d in docs])

@@ -11,12 +11,13 @@ lists it was trained with, whatever version of their packages is installed, or n
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from structperc.data.document import Document
+from structperc.data.document import Document, sub_document
 from structperc.features.attributes import TABLE1, token_attributes
 from structperc.features.external import (
     check_sources,
@@ -24,7 +25,13 @@ from structperc.features.external import (
     source_attributes,
     source_versions,
 )
-from structperc.features.extract import FeatureMatrix, Vocabulary, concat_columns, doc_index
+from structperc.features.extract import (
+    FeatureMatrix,
+    Vocabulary,
+    concat_columns,
+    doc_index,
+    join_csr,
+)
 from structperc.features.gazetteer import (
     MODES,
     Entries,
@@ -40,6 +47,9 @@ from structperc.wordclasses.table import WordClasses
 
 DEFAULT_GAZETTEER_TYPES = {"go": "ORG", "gp": "PER", "gm": "MISC", "gl": "LOC"}
 DEFAULT_BIGRAMS = ("wl", "pos", "chk", "go", "gp", "gm", "gl")
+# tokens whose attribute columns and template codes prediction builds at once (LocalFeatures.
+# transform): a few KB a token at the main job's 250 templates, some 30 MB a piece
+PIECE_TOKENS = 8192
 
 
 class LocalFeatures:
@@ -154,6 +164,19 @@ class LocalFeatures:
     def _columns(self, docs: list[Document], training: bool) -> dict[str, list[str | None]]:
         shown = bar(docs, enabled=len(docs) >= 500, desc="attributes", unit="doc")
         per_doc = [token_attributes(d, self.token_attributes, self.flag_off) for d in shown]
+        for cols, gaz in zip(per_doc, self._gazetteer_columns(docs, training), strict=True):
+            cols.update(gaz)
+        if self.word_classes is not None:
+            for cols, doc in zip(per_doc, docs, strict=True):
+                cols.update(word_class_columns(self.word_classes, doc))
+        return concat_columns(per_doc)
+
+    def _gazetteer_columns(
+        self, docs: list[Document], training: bool
+    ) -> list[dict[str, list[str | None]]]:
+        """Per document, the gazetteer attributes' columns (``eng.list``'s and the external
+        lists'; none without gazetteers)."""
+        per_doc: list[dict[str, list[str | None]]] = [{} for _ in docs]
         if self.gazetteer != "none":
             low = self.gazetteer_lowercase
             full = {t: EntryIndex(e, low) for t, e in self.entries.items()}
@@ -177,10 +200,42 @@ class LocalFeatures:
             ):
                 # B/I inside a match, no feature outside one (see the class docstring)
                 cols.update({a: [None if t == "O" else t for t in ts] for a, ts in gaz.items()})
-        if self.word_classes is not None:
-            for cols, doc in zip(per_doc, docs, strict=True):
-                cols.update(word_class_columns(self.word_classes, doc))
-        return concat_columns(per_doc)
+        return per_doc
+
+    def _pieces(self, docs: list[Document]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """CSR (ids, offsets) of ``docs`` in consecutive pieces: runs of whole documents of at
+        most ``PIECE_TOKENS`` tokens, and a longer document in windows (``_windows``)."""
+        run: list[Document] = []
+        tokens = 0  # in the run
+        for doc in [*docs, None]:  # None: the end
+            long = doc is not None and len(doc) > PIECE_TOKENS
+            if run and (doc is None or long or tokens + len(doc) > PIECE_TOKENS):
+                yield self.vocab.transform(self._columns(run, False), doc_index(run))
+                run, tokens = [], 0
+            if long:
+                yield from self._windows(doc)
+            elif doc is not None:
+                run.append(doc)
+                tokens += len(doc)
+
+    def _windows(self, doc: Document) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """CSR (ids, offsets) of a long document, ``PIECE_TOKENS`` tokens at a time.  A window
+        is extracted with the templates' reach of context on each side and its own tokens
+        kept, so each token sees the neighbours it sees in the whole document; the gazetteer
+        columns, whose matches may run across a window's edge, are the whole document's."""
+        reach = max((abs(o) for t in self.templates for _, o in t), default=0)
+        gazetteer = self._gazetteer_columns([doc], False)[0]
+        for start in range(0, len(doc), PIECE_TOKENS):
+            end = min(start + PIECE_TOKENS, len(doc))
+            lo, hi = max(0, start - reach), min(len(doc), end + reach)
+            window = sub_document(doc, lo, hi)
+            cols = token_attributes(window, self.token_attributes, self.flag_off)
+            cols.update({a: values[lo:hi] for a, values in gazetteer.items()})
+            if self.word_classes is not None:
+                cols.update(word_class_columns(self.word_classes, window))
+            ids, offsets = self.vocab.transform(cols, np.zeros(hi - lo, dtype=np.int64))
+            first, last = offsets[start - lo], offsets[end - lo]
+            yield ids[first:last], offsets[start - lo : end - lo + 1] - first
 
     @functools.cached_property
     def _external_index(self) -> dict[str, EntryIndex]:
@@ -193,8 +248,16 @@ class LocalFeatures:
         return self
 
     def transform(self, docs: list[Document], training: bool = False) -> FeatureMatrix:
-        """CSR feature ids of ``docs``; ``training=True`` applies the gazetteer jackknife."""
-        ids, offsets = self.vocab.transform(self._columns(docs, training), doc_index(docs))
+        """CSR feature ids of ``docs``; ``training=True`` applies the gazetteer jackknife.
+
+        Prediction (``training=False``) builds the attribute columns and template codes about
+        ``PIECE_TOKENS`` tokens at a time, whole documents or windows of a longer one, so their
+        memory (a few KB a token) does not grow with the input; the ids are the same.
+        """
+        if training:
+            ids, offsets = self.vocab.transform(self._columns(docs, training), doc_index(docs))
+        else:
+            ids, offsets = join_csr(list(self._pieces(docs)))
         doc_offsets = np.zeros(len(docs) + 1, dtype=np.int64)
         np.cumsum([len(d) for d in docs], out=doc_offsets[1:])
         return FeatureMatrix(

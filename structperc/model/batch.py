@@ -140,8 +140,20 @@ def packed_order(doc_offsets: Tensor) -> tuple[Tensor, list[int]]:
     return grid[real], real.sum(dim=1).tolist()
 
 
-def length_sorted_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
+def length_sorted_batches(
+    lengths: list[int], batch_size: int, max_tokens: int | None = None
+) -> list[list[int]]:
     """Document indices in batches of ``batch_size``, shortest documents first, so that
-    documents of similar length share a batch (little padding)."""
+    documents of similar length share a batch (little padding).  ``max_tokens``: a batch also
+    ends before its padded size (documents x the longest) would pass it; a longer document is
+    a batch of its own."""
     order = sorted(range(len(lengths)), key=lambda d: lengths[d])
-    return [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+    if max_tokens is None:
+        return [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+    batches: list[list[int]] = [[]]
+    for d in order:
+        last = batches[-1]
+        if last and (len(last) == batch_size or (len(last) + 1) * lengths[d] > max_tokens):
+            batches.append(last := [])
+        last.append(d)
+    return batches if batches[0] else []

@@ -26,6 +26,7 @@ from structperc.io import (
     load_tensors,
     read_json,
 )
+from structperc.model.compact_table import CompactTable
 from structperc.model.weights import ChainWeights, flat_at
 
 FORMAT = "structperc.chain/2"
@@ -163,11 +164,15 @@ def _from_state(path: Path, key: str, build, *args):
         ) from err
 
 
-def load_model(directory: str | Path) -> tuple[ChainWeights, LocalFeatures, dict]:
+def load_model(
+    directory: str | Path, *, compact: bool = False
+) -> tuple[ChainWeights, LocalFeatures, dict]:
     """(weights, fitted features, info) from a directory written by ``save_model``.
 
     A model with non-local features comes back as ``DocumentWeights``, and its fitted
-    ``NonLocalFeatures`` as ``info["document_features"]``.
+    ``NonLocalFeatures`` as ``info["document_features"]``.  ``compact=True``: the table with a
+    row per feature is a read-only ``CompactTable`` (for tagging: the same scores without the
+    all-zero rows and columns; ``model/compact_table.py``), the small ones as always.
     """
     directory = Path(directory)
     meta_path = directory / "model.json"
@@ -181,6 +186,8 @@ def load_model(directory: str | Path) -> tuple[ChainWeights, LocalFeatures, dict
     features = _from_state(meta_path, "features", LocalFeatures.from_state, meta["features"], vocab)
     info = dict(meta.get("info", {}))
     edges = meta.get("edges", True)
+    compact = compact and "tables" in meta  # (dense files, format 1, load in full)
+    rows = 0 if compact else features.num_features  # compact: the big table comes below
     if "document_features" in meta:
         from structperc.features.document import NonLocalFeatures
         from structperc.model.document_weights import DocumentWeights
@@ -189,17 +196,54 @@ def load_model(directory: str | Path) -> tuple[ChainWeights, LocalFeatures, dict
             meta_path, "document_features", NonLocalFeatures.from_state, meta["document_features"]
         )
         num_global = _global_rows(meta, tensors, meta_path)
-        weights = DocumentWeights(features.num_features, meta["labels"], num_global, edges)
+        weights = DocumentWeights(rows, meta["labels"], num_global, edges)
         info["document_features"] = doc_features
     else:
-        weights = ChainWeights(features.num_features, meta["labels"], edges)
+        weights = ChainWeights(rows, meta["labels"], edges)
     tensor_path = directory / "model.safetensors"
-    if "tables" in meta:
+    if compact:
+        _compact_feature_table(weights, features.num_features, tensors, meta["tables"], tensor_path)
+    elif "tables" in meta:
         fill_tables(weights.tables(), tensors, meta["tables"], tensor_path)
     else:  # format 1: dense tables
         for name, table in weights.tables().items():
             table.data.copy_(_tensor(tensors, f"weights.{name}", tensor_path))
     return weights, features, info
+
+
+def _compact_feature_table(
+    weights: ChainWeights, num_features: int, tensors: dict[str, Tensor], shapes: dict, path
+) -> None:
+    """Give ``weights`` (built with no feature rows) its feature table as a ``CompactTable`` of
+    the stored entries (``joint``, node | edge, or ``node``) and fill the small tables (the shared
+    transition matrix, the non-local table) as ``fill_tables`` does."""
+    L = weights.num_labels
+    small = {k: v for k, v in weights.tables().items() if k == "global"}
+    names = {"node": L, "edge": L * L} if weights.edges else {"node": L}
+    for name, width in names.items():
+        if shapes.get(name) != [num_features, width]:
+            raise ValueError(
+                f"{path}: table {name!r} has shape {shapes.get(name)}, the model needs "
+                f"{[num_features, width]}"
+            )
+    blocks = [
+        (
+            width,
+            _tensor(tensors, f"weights.{name}.index", path),
+            _tensor(tensors, f"weights.{name}.values", path),
+        )
+        for name, width in names.items()
+    ]
+    try:
+        table = CompactTable(num_features, blocks)
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
+    if weights.edges:
+        weights.joint = table
+    else:
+        weights.node = table
+        small["edge"] = weights.edge.weight
+    fill_tables(small, tensors, shapes, path)
 
 
 def _tensor(tensors: dict[str, Tensor], name: str, path) -> Tensor:

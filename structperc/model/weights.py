@@ -88,16 +88,23 @@ class ChainWeights(nn.Module):
         L = self.num_labels
         offsets = offsets_like(ids, offsets)
         if self.edges:
-            both = F.embedding_bag(
-                ids, self.joint.weight, offsets, mode="sum", include_last_offset=True
-            )  # [N, L + L*L]
+            both = table_sums(self.joint, ids, offsets)  # [N, L + L*L]
             return both[:, :L], both[:, L:].view(-1, L, L)
-        node = F.embedding_bag(ids, self.node.weight, offsets, mode="sum", include_last_offset=True)
+        node = table_sums(self.node, ids, offsets)
         return node, self.edge.weight.view(1, L, L).expand(len(node), L, L)
 
     def potentials(self, batch: FeatureBatch) -> Tensor:
         """Potentials [B, T, L, L] of a padded batch (``chain_potentials``)."""
         return chain_potentials(*self.token_scores(batch), batch)
+
+
+def table_sums(table: nn.Module, ids: Tensor, offsets: Tensor) -> Tensor:
+    """Σ of the rows of ``table`` named by each CSR row (ids [nnz], offsets [n + 1]): [n, D].
+    ``table`` is an ``EmbeddingBag`` or a read-only ``CompactTable`` (a model loaded for tagging,
+    ``model/compact_table.py``), which computes the same sums."""
+    if isinstance(table, nn.EmbeddingBag):
+        return F.embedding_bag(ids, table.weight, offsets, mode="sum", include_last_offset=True)
+    return table(ids, offsets)
 
 
 def offsets_like(ids: Tensor, offsets: Tensor) -> Tensor:

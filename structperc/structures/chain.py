@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from structperc.data.document import Document
+from structperc.data.document import Document, sub_document
 from structperc.decode import marginals as scans
 from structperc.decode.constraints import allowed_transitions, constrain, constrain_tokens
 from structperc.decode.nbest import nbest
@@ -108,16 +108,6 @@ class ChainData:
         doc_offsets = torch.cat([starts + bounds[:, 0], (starts + bounds[:, 1])[-1:]])
         features = FeatureMatrix(self.features.ids, self.features.offsets, doc_offsets)
         return ChainData(features, self.labels, docs), torch.tensor(units, dtype=torch.long)
-
-
-def sub_document(doc: Document, start: int, end: int) -> Document:
-    """Tokens start..end-1 of ``doc`` as a document (one sentence)."""
-    return Document(
-        tokens=doc.tokens[start:end],
-        columns={k: v[start:end] for k, v in doc.columns.items()},
-        tags=None if doc.tags is None else doc.tags[start:end],
-        source=doc.source,
-    )
 
 
 # On a CPU, batches of fewer documents than this decode faster one document at a time: the
@@ -299,10 +289,15 @@ class ChainStructure:
 
 
 def length_batches(
-    features: FeatureMatrix, batch_size: int, device, progress: bool
+    features: FeatureMatrix,
+    batch_size: int,
+    device,
+    progress: bool,
+    max_tokens: int | None = None,
 ) -> Iterator[tuple[list[int], FeatureBatch]]:
-    """(document indices, FeatureBatch) for batches of documents of similar length."""
+    """(document indices, FeatureBatch) for batches of documents of similar length
+    (``length_sorted_batches``)."""
     lengths = (features.doc_offsets[1:] - features.doc_offsets[:-1]).tolist()
-    batches = length_sorted_batches(lengths, batch_size)
+    batches = length_sorted_batches(lengths, batch_size, max_tokens)
     for docs in bar(batches, enabled=progress, desc="decode", unit="batch"):
         yield docs, make_batch(features, docs).to(device)

@@ -24,12 +24,17 @@ import torch
 from torch import Tensor
 
 from structperc.data.document import Document
-from structperc.decode.nbest import nbest, nbest_batched
+from structperc.decode.nbest import nbest, nbest_batched, path_dtype
 from structperc.decode.scores import path_scores
 from structperc.model.batch import Device, FeatureBatch
 from structperc.model.document_weights import DocumentWeights
 from structperc.model.updates import SparseDelta
 from structperc.structures.chain import ChainData, ChainStructure, length_batches
+
+# the padded tokens (documents x the longest) of a batch that ``DocumentRescoring.predict``
+# decodes at once: its potentials take 324 bytes a token at 9 labels, its 100-best 100; never
+# reached by CoNLL-2003's batches of 16 (test: 12,752), so only long input is cut finer
+BATCH_TOKENS = 1 << 16
 
 
 @dataclass
@@ -57,8 +62,8 @@ class Candidates:
     is_gold:    [m] bool, the candidate equals the gold labeling (all False without a gold).
     gold_local: Φ^l(y*)·α (0-d), None without a gold.
     gold_total: Φ^a(y*)·α (0-d), None without a gold.
-    rows:       CSR Φ^g (ids [nnz], offsets [r + 1]) of the gold (row 0, when given) and the
-                candidates, for ``DocumentRescoring.candidate_delta``.
+    rows:       CSR Φ^g (ids [nnz], offsets [r + 1]) of the gold (row 0) and the candidates,
+                for ``DocumentRescoring.candidate_delta``; None without a gold.
     list_rows:  [m] the row of each candidate in a fixed list (``CandidateList``), or None.
     """
 
@@ -68,7 +73,7 @@ class Candidates:
     is_gold: Tensor
     gold_local: Tensor | None
     gold_total: Tensor | None
-    rows: tuple[Tensor, Tensor]
+    rows: tuple[Tensor, Tensor] | None
     list_rows: Tensor | None = None
 
     def best(self) -> Tensor:
@@ -137,13 +142,14 @@ class DocumentRescoring:
         """``Candidates`` of n-best paths [n, T] with local scores [n] (-inf: no such path)."""
         valid = torch.isfinite(local)
         cands, local = paths[valid], local[valid]  # [m, T], [m]
-        rows = cands if gold is None else torch.cat([gold.unsqueeze(0), cands])
+        if gold is None:  # the global scores a group of candidates at a time, the rows dropped
+            pieces = self.doc_features.vectorize_pieces(doc, cands)
+            total = local + torch.cat([self.weights.global_scores(*p) for p in pieces])
+            is_gold = torch.zeros(len(cands), dtype=torch.bool, device=cands.device)
+            return Candidates(cands, local, total, is_gold, None, None, None)
+        rows = torch.cat([gold.unsqueeze(0), cands])
         ids, offsets = self.doc_features.vectorize(doc, rows)
         g_score = self.weights.global_scores(ids, offsets)  # [r]
-        if gold is None:
-            total = local + g_score
-            is_gold = torch.zeros(len(cands), dtype=torch.bool, device=cands.device)
-            return Candidates(cands, local, total, is_gold, None, None, (ids, offsets))
         total = torch.cat([gold_local.view(1), local]) + g_score  # Φ^a·α, gold first
         is_gold = (cands == gold.unsqueeze(0)).all(dim=1)  # [m]
         return Candidates(cands, local, total[1:], is_gold, gold_local, total[0], (ids, offsets))
@@ -206,15 +212,19 @@ class DocumentRescoring:
     ) -> list[list[int]]:
         """The best of the ``n`` best labelings of every document of ``data``.
 
-        The n-best lists are decoded in batches of documents of similar length
-        (``nbest_batched`` bounds the memory); the rescoring is per document.
+        The n-best lists are decoded in batches of documents of similar length, of at most
+        ``BATCH_TOKENS`` padded tokens unless one document is longer (``nbest_batched`` bounds
+        the back-pointers), with paths of the smallest integer type (``path_dtype``: a byte a
+        label); the rescoring is per document.
         """
         if data.documents is None:
             raise ValueError("non-local features need the documents: ChainData(documents=...)")
         out: list[list[int]] = [[] for _ in range(len(data))]
-        for docs, batch in length_batches(data.features, batch_size, device, progress):
+        dtype = path_dtype(self.chain.num_labels)
+        batches = length_batches(data.features, batch_size, device, progress, BATCH_TOKENS)
+        for docs, batch in batches:
             potentials = self.chain.potentials(batch)  # [B, T, L, L]
-            paths, local = nbest_batched(potentials, batch.lengths, self.n)  # [B, n, T]
+            paths, local = nbest_batched(potentials, batch.lengths, self.n, dtype=dtype)
             for b, d in enumerate(docs):
                 T = int(batch.lengths[b])
                 out[d] = self._rescore(data.documents[d], paths[b, :, :T], local[b]).best().tolist()

@@ -13,7 +13,7 @@ from pathlib import Path
 from structperc.data.document import Document
 from structperc.data.loading import load_corpus
 from structperc.features.cache import feature_cache_key
-from structperc.tasks.loading import ColumnTagger
+from structperc.tasks.loading import ColumnTagger, check_column_tagger
 
 
 def load_data(config) -> dict[str, list[Document]]:
@@ -76,6 +76,8 @@ def tagging_inputs(config) -> tuple[dict, object, dict]:
     if features.gazetteers:  # their lists change with their packages' versions
         extraction["gazetteer_versions"] = features.gazetteer_versions
         extraction["external_outside"] = "no feature"  # (the first version had an "O" value)
+    if features.tagger:  # (tags=given: carried by the run folder, checked before training)
+        check_column_tagger(features.tagger)
     if features.tags == "auto":
         tagger = ColumnTagger.load(features.tagger)
         corpus = {s: tagger.fill(docs) for s, docs in corpus.items()}

@@ -13,13 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from structperc.data.conll import with_columns
-from structperc.data.document import Document
+from structperc.data.document import Document, sub_document
 from structperc.data.tags import iobes_to_iob2
 from structperc.data.treebank import as_treebank
 from structperc.features.pipeline import LocalFeatures
 from structperc.model.files import load_model
 from structperc.model.weights import ChainWeights
-from structperc.structures.chain import ChainData, ChainStructure, sub_document
+from structperc.structures.chain import ChainData, ChainStructure
 from structperc.structures.rescoring import DocumentRescoring
 from structperc.tasks.structure import structure_for
 
@@ -44,8 +44,9 @@ def structure_from_model(
 def load_tagger(
     model_dir: str | Path, *, n: int | None = None, constraints: str | None = None
 ) -> tuple[ChainStructure | DocumentRescoring, LocalFeatures]:
-    """(structure, fitted local features) of the model in ``model_dir``."""
-    weights, features, info = load_model(model_dir)
+    """(structure, fitted local features) of the model in ``model_dir``, for prediction: its
+    feature table read-only and compact (``model/compact_table.py``: the full table's scores)."""
+    weights, features, info = load_model(model_dir, compact=True)
     return structure_from_model(weights, info, n=n, constraints=constraints), features
 
 
@@ -61,6 +62,24 @@ def predict_labels(
     return [[structure.weights.labels[i] for i in p] for p in ids]
 
 
+def check_column_tagger(run_dir: str | Path) -> Path:
+    """``run_dir`` as a path when it holds a column tagger (``pos/`` and ``chunk/`` models);
+    else FileNotFoundError saying how to make one (``make tagger``)."""
+    run_dir = Path(run_dir)
+    missing = [p for p in ("pos", "chunk") if not (run_dir / p / "model.json").is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"{run_dir}: not a column tagger (no {missing[0]}/model.json): `make tagger` trains "
+            "one into runs/tagchunk (+experiment=conll00_tagchunk)"
+        )
+    return run_dir
+
+
+# the sentences ``ColumnTagger.fill`` tags at once (rounded to whole batches): its features and
+# scores then take a bounded memory whatever the input's length
+FILL_SENTENCES = 2048
+
+
 class ColumnTagger:
     """POS tags, then chunk tags reading them: the two chains of a tagchunk run folder."""
 
@@ -71,12 +90,7 @@ class ColumnTagger:
     @classmethod
     def load(cls, run_dir: str | Path, **kwargs) -> ColumnTagger:
         """The POS tagger and chunker saved in ``run_dir/pos`` and ``run_dir/chunk``."""
-        run_dir = Path(run_dir)
-        if not (run_dir / "pos" / "model.json").is_file():
-            raise FileNotFoundError(
-                f"{run_dir}: not a tagchunk run folder (no pos/model.json): train one with "
-                "+experiment=conll00_tagchunk, or give the POS and chunk columns"
-            )
+        run_dir = check_column_tagger(run_dir)
         return cls(load_tagger(run_dir / "pos"), load_tagger(run_dir / "chunk"), **kwargs)
 
     def fill(self, docs: list[Document]) -> list[Document]:
@@ -92,10 +106,16 @@ class ColumnTagger:
         sentences = [
             sub_document(d, s, e) for d, ss in zip(treebank, spans, strict=True) for s, e in ss
         ]
-        pos = predict_labels(self.pos, sentences, self.batch_size, self.device)
-        with_pos = [with_columns(d, pos=p) for d, p in zip(sentences, pos, strict=True)]
-        chunks = predict_labels(self.chunk, with_pos, self.batch_size, self.device)
-        chunks = [iobes_to_iob2(c) for c in chunks]  # a chunker trained on IOBES
+        pos, chunks = [], []
+        # FILL_SENTENCES at a time (whole batches): the memory of one group, the same tags
+        step = self.batch_size * max(1, FILL_SENTENCES // self.batch_size)
+        for first in range(0, len(sentences), step):
+            group = sentences[first : first + step]
+            group_pos = predict_labels(self.pos, group, self.batch_size, self.device)
+            with_pos = [with_columns(d, pos=p) for d, p in zip(group, group_pos, strict=True)]
+            group_chunks = predict_labels(self.chunk, with_pos, self.batch_size, self.device)
+            pos += group_pos
+            chunks += [iobes_to_iob2(c) for c in group_chunks]  # a chunker trained on IOBES
         out, k = [], 0
         for doc, n in zip(docs, map(len, spans), strict=True):
             doc_pos = [t for p in pos[k : k + n] for t in p]

@@ -49,8 +49,8 @@ def run_tagging(settings: LabelerSettings, out_dir: Path, group: Group = SERIAL)
     results (rank 0's; {} on the others)."""
     results = train_labeler(settings, out_dir, group)
     features = settings.features
-    if results and settings.save and features.tags == "auto":  # the tagger travels along
-        carry_tagger(Path(features.tagger), out_dir / "tagger")
+    if results and settings.save and features.tagger:  # the column tagger travels with the
+        carry_tagger(Path(features.tagger), out_dir / "tagger")  # model (for input without columns)
     return results
 
 
