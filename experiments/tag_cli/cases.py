@@ -57,7 +57,7 @@ CASES: dict[str, str] = {
     "model_json_no_tables": 'model.json without "tables"',
     "model_json_no_sha256": 'model.json without "tensors"."sha256"',
     "model_truncated": "model.safetensors cut short",
-    "unwritable_output": "an output that cannot be written (its folder is a file)",
+    "unwritable_output": "an output that cannot be written (output=/proc/self/out.txt)",
     "ctrl_c": "Ctrl-C while tagging",
     "nbsp_token": "a no-break space inside a token (CoNLL columns)",
     "cr_only": "a CoNLL file with CR line ends only",
@@ -140,8 +140,8 @@ def case_command(case: str, tmp: Path, model: Path, tagger: Path, code: Path):
         blob = (model / "model.safetensors").read_bytes()
         (bad / "model.safetensors").write_bytes(blob[: len(blob) // 2])
         return [f"model={bad}", f"input={conll}", f"output={out}"], None, out
-    if case == "unwritable_output":
-        return [m, f"input={conll}", f"output={conll}/out.txt"], None, None
+    if case == "unwritable_output":  # a folder no file can be made in, even by root
+        return [m, f"input={conll}", "output=/proc/self/out.txt"], None, None
     if case == "ctrl_c":
         words = (NOTES.replace("\n", " ") * 1300)[:100_000]
         path = write(tmp, "long.txt", words + "\n")
@@ -189,6 +189,9 @@ def run_case(case: str, code: Path, model: Path, tagger: Path) -> dict:
         proc = subprocess.Popen(
             command, cwd=tmp, env=env, text=True, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            # Ctrl-C as a terminal delivers it, also when this script runs in the background
+            # (where the shell has SIGINT ignored, and a child would inherit that)
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )  # fmt: skip
         if case == "ctrl_c":
             time.sleep(8)
@@ -227,11 +230,14 @@ def measure(args: argparse.Namespace) -> None:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "cases": {},
     }
+    path = OUT / f"{args.label}.json"
+    if path.is_file():  # the cases not run again keep their rows
+        result["cases"] = json.loads(path.read_text())["cases"]
     for case in args.cases:
         result["cases"][case] = run_case(case, code, args.model, args.tagger)
         print(case, json.dumps(result["cases"][case]), flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{args.label}.json").write_text(json.dumps(result, indent=1) + "\n")
+    path.write_text(json.dumps(result, indent=1) + "\n")
 
 
 def cell(row: dict | None) -> str:
@@ -258,7 +264,8 @@ def memory_rows(labels: list[str]) -> list[str]:
         cells = []
         for label in labels:
             row = runs.get(label, {}).get("cases", {}).get(case)
-            cells.append(f"{row['peak_mb']:,.0f} MB peak" if row else "–")
+            commit = runs.get(label, {}).get("commit", "")[:7]
+            cells.append(f"{row['peak_mb']:,.0f} MB peak (at `{commit}`)" if row else "–")
         rows.append(
             f"| memory_{case} | peak memory, {case} (main job's model) | "
             + " | ".join(cells)
