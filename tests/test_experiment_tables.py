@@ -224,7 +224,7 @@ def test_wordclasses_table_reads_runs_and_remembers_sizes(tmp_path, monkeypatch)
     monkeypatch.setattr(table, "ROWS", [(run, "Averaged + wc")])
     sizes: dict = {}
     out = table.runs_table(sizes)
-    assert "| Averaged + wc (`runs/wc`) | wc{100,500} (all, skipgram) | 90.50 | 85.25 |" in out
+    assert "| Averaged + wc (`runs/wc`) | wc{100,500} skipgram (all) | 90.50 | 85.25 |" in out
     assert "| 1,234 | 3 | 10 | 1.5 | 0.0 (0.0) |" in out and sizes["wc"]["MB"] == 1.5
     (run / "model.safetensors").unlink()
     assert table.runs_table(sizes) == out

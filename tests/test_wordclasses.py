@@ -290,6 +290,7 @@ def test_brown_paths_prefix_attributes(text, tmp_path):
     assert classes.attributes == ("bc4", "bc6", "bc10", "bc20")
     paths = classes.families["bc"]
     assert set("".join(paths.values())) <= {"0", "1"} and "Paris" in paths
+    assert len(set(paths.values())) == 4  # one path per cluster of the tree
     assert classes.classes("Paris")["bc4"] == paths["Paris"][:4]
     again = load_word_classes(
         _settings(text, tmp_path / "again", kmeans=(), brown=4, brown_min_count=2)

@@ -70,11 +70,15 @@ def word_classes(run: Path) -> str:
     wc = OmegaConf.select(cfg, "features.word_classes")
     if wc is None:
         return "–"
-    kmeans = ",".join(str(k) for k in wc.get("kmeans") or [])
-    parts = [f"wc{{{kmeans}}}"] if kmeans else []
+    corpora = wc.corpora if isinstance(wc.corpora, str) else ",".join(wc.corpora)
+    parts = []
+    if wc.get("kmeans"):
+        kmeans = ",".join(str(k) for k in wc.kmeans)
+        parts.append(f"wc{{{kmeans}}} {wc.architecture}")
     if wc.get("brown"):
-        parts.append(f"bc m={wc.brown}")
-    return f"{' + '.join(parts)} ({wc.corpora}, {wc.architecture})"
+        prefixes = ",".join(str(p) for p in wc.brown_prefixes)
+        parts.append(f"bc{{{prefixes}}} m={wc.brown} min_count={wc.brown_min_count}")
+    return f"{' + '.join(parts)} ({corpora})"
 
 
 def runs_table(sizes: dict) -> str:

@@ -10,9 +10,12 @@ by greedy agglomeration: start from one class per word and repeatedly merge the 
 the least AMI.  Liang (2005, "Semi-supervised learning for natural language", MIT M.Eng. thesis)
 keeps only m active clusters: the words enter in order of frequency, each as a new cluster, and
 whenever there are m + 1 the best pair is merged; at the end the m clusters are merged into one
-tree.  A word's path (0 left, 1 right, from the root) is its class at every granularity, and the
-prefixes of lengths 4, 6, 10 and 20 are the usual features (Miller et al. 2004; Turian et al.
-2010).
+tree.  A word's path (0 left, 1 right, from the root to its cluster) is its class at every
+granularity, and the prefixes of lengths 4, 6, 10 and 20 are the usual features (Miller et al.
+2004; Turian et al. 2010).  The library also prepends a bit to a cluster's words at each merge of
+the windowed phase, which makes paths of hundreds of bits whose tails only record when a word
+joined its cluster; those bits are cut, leaving Liang's paths: the words of one of the m
+clusters share one path.
 
 The library is ``brown-clustering`` (PyPI; numba-compiled merges): each new word costs O(m²) for
 the merge table and O(n) Python work for its bigram counts, so the vocabulary is cut at
@@ -41,7 +44,6 @@ def brown_paths(
     words seen at least ``min_count`` times in ``sentences``."""
     try:
         from brown_clustering import BigramCorpus, BrownClustering
-        from brown_clustering import core as brown_core
     except ImportError as e:
         raise ImportError(
             "Brown clusters need brown-clustering: pip install 'structperc[brown]'"
@@ -54,12 +56,15 @@ def brown_paths(
             f"features.word_classes.brown={clusters} clusters, but only "
             f"{len(corpus.vocabulary)} words are seen {min_count} times or more"
         )
-    # the library's own progress bar, through ours (silent off a terminal)
-    library_bar = brown_core.tqdm
-    brown_core.tqdm = lambda it, **kw: bar(it, enabled=progress, desc="brown", unit="word")
-    try:
-        model = BrownClustering(corpus, clusters)
-        model.train()
-    finally:
-        brown_core.tqdm = library_bar
-    return model.codes()
+    model = BrownClustering(corpus, clusters)
+    # BrownClustering.train, with our progress bar and the codes kept between its two phases
+    for word, _ in bar(corpus.ranks(), enabled=progress, desc="brown", unit="word"):
+        model.helper.append_cluster([word])
+        if model.helper.m > model.m:
+            model.merge_best()
+    windowed = model.codes()
+    for _ in range(model.helper.m - 1):
+        model.merge_best()
+    full = model.codes()
+    # each merge prepends a bit, so a code is the tree's path + the windowed phase's bits
+    return {w: code[: len(code) - len(windowed.get(w, ""))] for w, code in full.items()}

@@ -152,6 +152,7 @@ def identities(settings: WordClassSettings) -> dict:
             "brown": settings.brown,
             "min_count": settings.brown_min_count,
             "alpha": settings.brown_alpha,
+            "paths": "tree of the m clusters",  # (not the library's whole merge history)
             "brown-clustering": _version("brown-clustering"),
         }
     return out
