@@ -6,6 +6,7 @@ folder carrying the tagger; without a tagger, input lacking the columns fails in
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -27,8 +28,14 @@ def make_dry_run(target: str, tmp_path: Path, **variables: str) -> str:
         pytest.skip("no make")
     (tmp_path / "stamp").touch()
     assigned = [f"{k}={v}" for k, v in {"STAMP": tmp_path / "stamp", **variables}.items()]
+    # a make that runs this test (make test) passes its flags down: a plain make's output
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     done = subprocess.run(
-        ["make", "-n", target, *assigned], cwd=ROOT, capture_output=True, text=True
+        ["make", "--no-print-directory", "-n", target, *assigned],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
