@@ -26,8 +26,6 @@ run local_wc_reuters_seed0 +experiment=conll03_local $WC 'features.word_classes.
 run local_wc_cbow_seed0 +experiment=conll03_local $WC features.word_classes.architecture=cbow seed=0
 run local_wc_k1000_seed0 +experiment=conll03_local $WC 'features.word_classes.kmeans=[1000]' seed=0
 run local_wc_k100_seed0 +experiment=conll03_local $WC 'features.word_classes.kmeans=[100]' seed=0
-# Brown clusters (pip install '.[brown]'): 100 clusters over the words seen 50 times or more
-run local_bc_seed0 +experiment=conll03_local $WC 'features.word_classes.kmeans=[]' features.word_classes.brown=100 features.word_classes.brown_min_count=50 seed=0
 # word-class bigrams too (wc[-1]|wc[0] ...), at the coarsest and the finest granularity
 run local_wc_bigram100_seed0 +experiment=conll03_local $WC 'features.bigram_attributes=[wl,pos,chk,go,gp,gm,gl,wc100]' seed=0
 run local_wc_bigram1000_seed0 +experiment=conll03_local $WC 'features.bigram_attributes=[wl,pos,chk,go,gp,gm,gl,wc1000]' seed=0
@@ -37,5 +35,5 @@ for seed in 1 2; do
 done
 run local_wc_cbow_reuters_seed0 +experiment=conll03_local $WC features.word_classes.architecture=cbow 'features.word_classes.corpora=[reuters21578]' seed=0
 run nonlocal_wc_cbow_seed0 +experiment=conll03_nonlocal $WC features.word_classes.architecture=cbow seed=0
-# Brown paths of the tree of the m clusters (Liang 2005), not the library's whole merge history
+# Brown clusters (pip install '.[brown]'): 100 clusters over the words seen 50 times or more
 run local_bc100_seed0 +experiment=conll03_local $WC 'features.word_classes.kmeans=[]' features.word_classes.brown=100 features.word_classes.brown_min_count=50 seed=0
