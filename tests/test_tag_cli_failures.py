@@ -237,7 +237,11 @@ def test_an_output_that_is_a_folder_is_named_by_the_cli(token_model, tmp_path):
 def _interrupted(setup: str, entry: str, *args: str) -> subprocess.CompletedProcess:
     """Run ``entry`` (a console script's function) with ``args`` after ``setup``, Python that
     arranges a real SIGINT somewhere."""
-    code = f"import os, signal, sys, time\n{setup}\nsys.argv[1:] = {list(args)!r}\n{entry}()\n"
+    # a test run started in the background inherits SIGINT ignored: the child takes Python's own
+    code = (
+        "import os, signal, sys, time\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        f"{setup}\nsys.argv[1:] = {list(args)!r}\n{entry}()\n"
+    )
     return subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
         env=without_full_error(),
