@@ -106,6 +106,12 @@ def model_hashes(folder: Path) -> dict[str, str]:
     }
 
 
+def is_timing(key: str) -> bool:
+    """A results.json key that holds a time or a rate (``seconds``, ``train_seconds``,
+    ``tokens_per_second``): machine noise, not a figure."""
+    return key == "seconds" or key.endswith(("_seconds", "per_second"))
+
+
 def figures(results: dict) -> dict:
     """The numbers of a results.json that a change of structure must not move: every number
     except timings."""
@@ -116,7 +122,7 @@ def figures(results: dict) -> dict:
             for key, value in node.items():
                 walk(f"{prefix}.{key}" if prefix else key, value)
         elif isinstance(node, (int, float)) and not isinstance(node, bool):
-            if not any(word in prefix for word in ("seconds", "time", "_s", "speed", "memory")):
+            if not any(is_timing(part) for part in prefix.split(".")):
                 out[prefix] = node
 
     walk("", results)
