@@ -5,15 +5,15 @@ checkout: the exit status, the lines on standard error, and what became of the o
     python experiments/tag_cli/cases.py --label after --model runs/main
     python experiments/tag_cli/cases.py --render
 
-Each case runs ``structperc-tag`` (the function ``pyproject.toml`` names as its console script) or
-``Tagger.entities`` in a fresh process with the ``structperc`` of ``--code`` on its path, on
+Each case runs ``structperc-tag`` (the function ``pyproject.toml`` names as its console script)
+or ``Tagger.entities`` in a fresh process with the ``structperc`` of ``--code`` on its path, on
 small files written for it, with ``--model`` (the main job's run folder; ``runs/main`` after
-``make run``, which carries its column tagger) and, where a case names one, the column tagger
-``--tagger``.  Ctrl-C is a SIGINT sent 8 seconds into tagging 100,000 characters.  Writes
-``experiments/tag_cli/LABEL.json``; ``--render`` (also after every run) writes
-``experiments/tag_cli/README.md``: the cases side by side, one column per label, and the peak
-memory rows of ``experiments/bench/tag_memory/*.json`` (``experiments/bench/tag_memory.py``).
-The script imports nothing from ``structperc``.
+``make run``, which carries its column tagger) and, for text beyond the first two cases, the
+column tagger ``--tagger`` named (``tagger=``), as the code before needs it.  Ctrl-C is a
+SIGINT sent 8 seconds into tagging 100,000 characters.  Writes ``experiments/tag_cli/LABEL.json``;
+``--render`` (also after every run) writes ``experiments/tag_cli/README.md``: the cases side by
+side, one column per label, and the peak memory rows of ``experiments/bench/tag_memory/*.json``
+(``experiments/bench/tag_memory.py``).  The script imports nothing from ``structperc``.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def damaged_model(model: Path, folder: Path, change) -> Path:
 def case_command(case: str, tmp: Path, model: Path, tagger: Path, code: Path):
     """(arguments of structperc-tag or Python code, standard input, the output path)."""
     out = tmp / "out"
-    m = f"model={model}"
+    m, t = f"model={model}", f"tagger={tagger}"  # (t: the column tagger, named)
     notes = write(tmp, "notes.txt", NOTES)
     conll = write(tmp, "in.conll", CONLL)
     if case == "text_after_make_run":
@@ -103,14 +103,17 @@ def case_command(case: str, tmp: Path, model: Path, tagger: Path, code: Path):
     if case in ("empty_text", "blank_text", "zwsp_text"):
         data = {"empty_text": b"", "blank_text": b"\n\n  \n", "zwsp_text": "\u200b".encode()}
         path = write(tmp, "in.txt", data[case])
-        return [m, f"input={path}", f"output={out}", *TEXT], None, out
+        return [m, f"input={path}", f"output={out}", t, *TEXT], None, out
     if case == "empty_stdin":
-        return [m, "input=-", "output=-", *TEXT], "", None
+        return [m, "input=-", "output=-", t, *TEXT], "", None
     if case in ("entities_empty", "text_ending_in_a_word"):
         text = "" if case == "entities_empty" else "in\r"
         code_ = (
             "from structperc.tagger import Tagger; "
-            f"print(Tagger.load({str(model)!r}).entities({text!r}))"
+            "from structperc.tasks.loading import ColumnTagger; "
+            f"columns = ColumnTagger.load({str(tagger)!r}); "
+            f"tagger = Tagger.load({str(model)!r}, column_tagger=columns); "
+            f"print(tagger.entities({text!r}))"
         )
         return code_, None, None
     if case == "bare":
@@ -121,7 +124,7 @@ def case_command(case: str, tmp: Path, model: Path, tagger: Path, code: Path):
         return [m, f"input={conll}", f"output={conll}"], None, conll
     if case == "output_is_input_link":
         os.symlink(notes, tmp / "link.txt")
-        return [m, f"input={notes}", f"output={tmp / 'link.txt'}", *TEXT], None, notes
+        return [m, f"input={notes}", f"output={tmp / 'link.txt'}", t, *TEXT], None, notes
     if case.startswith("model_json"):
         change = {
             "model_json_array": lambda meta: [],
@@ -145,7 +148,7 @@ def case_command(case: str, tmp: Path, model: Path, tagger: Path, code: Path):
     if case == "ctrl_c":
         words = (NOTES.replace("\n", " ") * 1300)[:100_000]
         path = write(tmp, "long.txt", words + "\n")
-        return [m, f"input={path}", f"output={out}", f"tagger={tagger}", *TEXT], None, out
+        return [m, f"input={path}", f"output={out}", t, *TEXT], None, out
     if case == "nbsp_token":
         path = write(tmp, "in.txt", "New\u00a0York NNP B-NP B-LOC\nsaid VBD B-VP O\n")
         return [m, f"input={path}", f"output={out}"], None, out
@@ -157,7 +160,7 @@ def case_command(case: str, tmp: Path, model: Path, tagger: Path, code: Path):
         return [m, f"input={path}", f"output={out}"], None, out
     if case == "bom_crlf_offsets":
         path = write(tmp, "in.txt", codecs.BOM_UTF8 + NOTES.replace("\n", "\r\n").encode())
-        return [m, f"input={path}", f"output={out}", *TEXT], None, out
+        return [m, f"input={path}", f"output={out}", t, *TEXT], None, out
     if case == "unknown_setting":
         return [m, f"input={conll}", f"output={out}", "foo=1"], None, out
     if case == "bad_batch_size":
