@@ -65,7 +65,7 @@ CASES: dict[str, str] = {
     "bom_crlf_offsets": "jsonl offsets of text with a BOM and CRLF lines: documented",
     "unknown_setting": "a setting that does not exist (foo=1)",
     "bad_batch_size": "batch_size=x",
-    "text_ending_in_a_word": 'Tagger.entities("in\\r") (syntok\'s empty last token)',
+    "text_ending_in_a_word": "text of 5 words without a full stop (syntok adds an empty token)",
 }
 
 
@@ -106,8 +106,12 @@ def case_command(case: str, tmp: Path, model: Path, tagger: Path, code: Path):
         return [m, f"input={path}", f"output={out}", t, *TEXT], None, out
     if case == "empty_stdin":
         return [m, "input=-", "output=-", t, *TEXT], "", None
-    if case in ("entities_empty", "text_ending_in_a_word"):
-        text = "" if case == "entities_empty" else "in\r"
+    if case == "text_ending_in_a_word":  # 5 words, no full stop
+        path = write(tmp, "in.txt", "John Smith lives in Paris\n")
+        args = [m, f"input={path}", f"output={out}", t, "input_format=text", "output_format=conll"]
+        return args, None, out
+    if case == "entities_empty":
+        text = ""
         code_ = (
             "from structperc.tagger import Tagger; "
             "from structperc.tasks.loading import ColumnTagger; "
@@ -201,6 +205,7 @@ def run_case(case: str, code: Path, model: Path, tagger: Path) -> dict:
             proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(stdin)
         lines = stderr.strip().splitlines()
+        tagged = re.search(r"tagged \d+ documents, (\d+) tokens", stderr)
         log = [line for line in lines if not line.startswith(("tagged ", "wrote ", "[20"))]
         if out is None:
             output = "stdout: " + (repr(stdout.strip())[:120] if stdout.strip() else "empty")
@@ -218,6 +223,7 @@ def run_case(case: str, code: Path, model: Path, tagger: Path) -> dict:
             "traceback": "Traceback" in stderr,
             "message": (log[-1] if log else "")[:300],
             "output": output + (f", {leftovers} left" if leftovers else ""),
+            "tokens": int(tagged.group(1)) if tagged else None,
             "documented": case != "bom_crlf_offsets" or 'newline=""' in readme,
         }
 
@@ -253,7 +259,8 @@ def cell(row: dict | None) -> str:
         parts.append(f"{row['stderr_lines']} lines")
     if row["message"]:
         parts.append("`" + row["message"].replace("|", "\\|").replace("`", "'") + "`")
-    parts.append(f"output: {row['output']}")
+    tokens = f", {row['tokens']} tokens tagged" if row.get("tokens") is not None else ""
+    parts.append(f"output: {row['output']}{tokens}")
     if not row["documented"]:
         parts.append("**not documented**")
     return "; ".join(parts)
