@@ -190,7 +190,7 @@ def render() -> str:
         "column tagger for the POS and chunk columns (`input_format=text output_format=jsonl`); "
         "`conll_test` is CoNLL-2003 `test.txt` in CoNLL columns. The seconds are wall time on "
         "a machine shared with other jobs (2 CPUs, load average about 5): they show no speed "
-        "difference either way. \"same output\": the sha256 of the outputs are equal.",
+        'difference either way. "same output": the sha256 of the outputs are equal.',
         "",
         "| case | tokens | " + " | ".join(r["label"] for r in runs) + " | same output |",
         "|---|---:|" + "---:|" * len(runs) + "---|",
