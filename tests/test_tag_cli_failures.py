@@ -8,6 +8,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -236,11 +237,13 @@ def test_an_output_that_is_a_folder_is_named_by_the_cli(token_model, tmp_path):
 # -- Ctrl-C ---------------------------------------------------------------------------------
 def _interrupted(setup: str, entry: str, *args: str) -> subprocess.CompletedProcess:
     """Run ``entry`` (a console script's function) with ``args`` after ``setup``, Python that
-    arranges a real SIGINT somewhere."""
+    arranges a real SIGINT somewhere.  The child gets SIGINT's default action back: a test run
+    started in the background (``nohup``, ``&``) has it ignored, and a child inherits that."""
     code = f"import os, signal, sys, time\n{setup}\nsys.argv[1:] = {list(args)!r}\n{entry}()\n"
     return subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
         env=without_full_error(),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
 
 
