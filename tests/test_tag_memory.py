@@ -103,14 +103,18 @@ def test_prediction_features_in_pieces_and_windows_are_the_whole_inputs(tmp_path
     """Windows of a long document see their neighbours and the gazetteer matches of the whole
     document, also those across a window's edge."""
     train = make_corpus(30, seed=1)
-    long = one_long_document(6)
+    long = one_long_document(3)
     entries = {" ".join(long.tokens[s : s + 3]) for s in range(0, len(long) - 3, 4)}
     gazetteer = tmp_path / "list.txt"
     gazetteer.write_text("".join(f"ORG {e}\n" for e in sorted(entries)))
-    features = LocalFeatures(gazetteer="naive", gazetteer_path=str(gazetteer)).fit(train)
+    features = LocalFeatures(
+        attributes=[*TOKEN_ATTRIBUTES, "pos", "go"], bigram_attributes=["wl", "pos", "go"],
+        gazetteer="naive",
+        gazetteer_path=str(gazetteer), gazetteer_types={"go": "ORG"},
+    ).fit(train)  # fmt: skip
     docs = [*make_corpus(5, seed=4), long, Document(tokens=[]), *make_corpus(3, seed=5)]
     whole = features.vocab.transform(features._columns(docs, False), doc_index(docs))
-    for piece in (1, 5, 64, len(long) - 1):
+    for piece in (2, 7, 64, len(long) - 1):
         monkeypatch.setattr(pipeline, "PIECE_TOKENS", piece)
         got = features.transform(docs)
         assert got.ids.numpy().tolist() == whole[0].tolist(), piece

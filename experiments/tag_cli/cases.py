@@ -5,15 +5,15 @@ checkout: the exit status, the lines on standard error, and what became of the o
     python experiments/tag_cli/cases.py --label after --model runs/main
     python experiments/tag_cli/cases.py --render
 
-Each case runs ``structperc-tag`` (the function ``pyproject.toml`` names as its console script) or
-``Tagger.entities`` in a fresh process with the ``structperc`` of ``--code`` on its path, on
+Each case runs ``structperc-tag`` (the function ``pyproject.toml`` names as its console script)
+or ``Tagger.entities`` in a fresh process with the ``structperc`` of ``--code`` on its path, on
 small files written for it, with ``--model`` (the main job's run folder; ``runs/main`` after
-``make run``, which carries its column tagger) and, where a case names one, the column tagger
-``--tagger``.  Ctrl-C is a SIGINT sent 8 seconds into tagging 100,000 characters.  Writes
-``experiments/tag_cli/LABEL.json``; ``--render`` (also after every run) writes
-``experiments/tag_cli/README.md``: the cases side by side, one column per label, and the peak
-memory rows of ``experiments/bench/tag_memory/*.json`` (``experiments/bench/tag_memory.py``).
-The script imports nothing from ``structperc``.
+``make run``, which carries its column tagger) and, for text beyond the first two cases, the
+column tagger ``--tagger`` named (``tagger=``), as the code before needs it.  Ctrl-C is a
+SIGINT sent 8 seconds into tagging 100,000 characters.  Writes ``experiments/tag_cli/LABEL.json``;
+``--render`` (also after every run) writes ``experiments/tag_cli/README.md``: the cases side by
+side, one column per label, and the peak memory rows of ``experiments/bench/tag_memory/*.json``
+(``experiments/bench/tag_memory.py``).  The script imports nothing from ``structperc``.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ CASES: dict[str, str] = {
     "bom_crlf_offsets": "jsonl offsets of text with a BOM and CRLF lines: documented",
     "unknown_setting": "a setting that does not exist (foo=1)",
     "bad_batch_size": "batch_size=x",
-    "text_ending_in_a_word": 'Tagger.entities("in\\r") (syntok\'s empty last token)',
+    "text_ending_in_a_word": "text of 5 words without a full stop (syntok adds an empty token)",
 }
 
 
@@ -89,7 +89,7 @@ def damaged_model(model: Path, folder: Path, change) -> Path:
 def case_command(case: str, tmp: Path, model: Path, tagger: Path, code: Path):
     """(arguments of structperc-tag or Python code, standard input, the output path)."""
     out = tmp / "out"
-    m = f"model={model}"
+    m, t = f"model={model}", f"tagger={tagger}"  # (t: the column tagger, named)
     notes = write(tmp, "notes.txt", NOTES)
     conll = write(tmp, "in.conll", CONLL)
     if case == "text_after_make_run":
@@ -103,14 +103,21 @@ def case_command(case: str, tmp: Path, model: Path, tagger: Path, code: Path):
     if case in ("empty_text", "blank_text", "zwsp_text"):
         data = {"empty_text": b"", "blank_text": b"\n\n  \n", "zwsp_text": "\u200b".encode()}
         path = write(tmp, "in.txt", data[case])
-        return [m, f"input={path}", f"output={out}", *TEXT], None, out
+        return [m, f"input={path}", f"output={out}", t, *TEXT], None, out
     if case == "empty_stdin":
-        return [m, "input=-", "output=-", *TEXT], "", None
-    if case in ("entities_empty", "text_ending_in_a_word"):
-        text = "" if case == "entities_empty" else "in\r"
+        return [m, "input=-", "output=-", t, *TEXT], "", None
+    if case == "text_ending_in_a_word":  # 5 words, no full stop
+        path = write(tmp, "in.txt", "John Smith lives in Paris\n")
+        args = [m, f"input={path}", f"output={out}", t, "input_format=text", "output_format=conll"]
+        return args, None, out
+    if case == "entities_empty":
+        text = ""
         code_ = (
             "from structperc.tagger import Tagger; "
-            f"print(Tagger.load({str(model)!r}).entities({text!r}))"
+            "from structperc.tasks.loading import ColumnTagger; "
+            f"columns = ColumnTagger.load({str(tagger)!r}); "
+            f"tagger = Tagger.load({str(model)!r}, column_tagger=columns); "
+            f"print(tagger.entities({text!r}))"
         )
         return code_, None, None
     if case == "bare":
@@ -121,7 +128,7 @@ def case_command(case: str, tmp: Path, model: Path, tagger: Path, code: Path):
         return [m, f"input={conll}", f"output={conll}"], None, conll
     if case == "output_is_input_link":
         os.symlink(notes, tmp / "link.txt")
-        return [m, f"input={notes}", f"output={tmp / 'link.txt'}", *TEXT], None, notes
+        return [m, f"input={notes}", f"output={tmp / 'link.txt'}", t, *TEXT], None, notes
     if case.startswith("model_json"):
         change = {
             "model_json_array": lambda meta: [],
@@ -145,7 +152,7 @@ def case_command(case: str, tmp: Path, model: Path, tagger: Path, code: Path):
     if case == "ctrl_c":
         words = (NOTES.replace("\n", " ") * 1300)[:100_000]
         path = write(tmp, "long.txt", words + "\n")
-        return [m, f"input={path}", f"output={out}", f"tagger={tagger}", *TEXT], None, out
+        return [m, f"input={path}", f"output={out}", t, *TEXT], None, out
     if case == "nbsp_token":
         path = write(tmp, "in.txt", "New\u00a0York NNP B-NP B-LOC\nsaid VBD B-VP O\n")
         return [m, f"input={path}", f"output={out}"], None, out
@@ -157,7 +164,7 @@ def case_command(case: str, tmp: Path, model: Path, tagger: Path, code: Path):
         return [m, f"input={path}", f"output={out}"], None, out
     if case == "bom_crlf_offsets":
         path = write(tmp, "in.txt", codecs.BOM_UTF8 + NOTES.replace("\n", "\r\n").encode())
-        return [m, f"input={path}", f"output={out}", *TEXT], None, out
+        return [m, f"input={path}", f"output={out}", t, *TEXT], None, out
     if case == "unknown_setting":
         return [m, f"input={conll}", f"output={out}", "foo=1"], None, out
     if case == "bad_batch_size":
@@ -198,6 +205,7 @@ def run_case(case: str, code: Path, model: Path, tagger: Path) -> dict:
             proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(stdin)
         lines = stderr.strip().splitlines()
+        tagged = re.search(r"tagged \d+ documents, (\d+) tokens", stderr)
         log = [line for line in lines if not line.startswith(("tagged ", "wrote ", "[20"))]
         if out is None:
             output = "stdout: " + (repr(stdout.strip())[:120] if stdout.strip() else "empty")
@@ -215,6 +223,7 @@ def run_case(case: str, code: Path, model: Path, tagger: Path) -> dict:
             "traceback": "Traceback" in stderr,
             "message": (log[-1] if log else "")[:300],
             "output": output + (f", {leftovers} left" if leftovers else ""),
+            "tokens": int(tagged.group(1)) if tagged else None,
             "documented": case != "bom_crlf_offsets" or 'newline=""' in readme,
         }
 
@@ -250,7 +259,8 @@ def cell(row: dict | None) -> str:
         parts.append(f"{row['stderr_lines']} lines")
     if row["message"]:
         parts.append("`" + row["message"].replace("|", "\\|").replace("`", "'") + "`")
-    parts.append(f"output: {row['output']}")
+    tokens = f", {row['tokens']} tokens tagged" if row.get("tokens") is not None else ""
+    parts.append(f"output: {row['output']}{tokens}")
     if not row["documented"]:
         parts.append("**not documented**")
     return "; ".join(parts)

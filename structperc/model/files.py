@@ -58,14 +58,18 @@ def sparse_tables(tables: dict[str, Tensor]) -> tuple[dict[str, Tensor], dict[st
     return tensors, shapes
 
 
+def check_shape(shapes: dict, name: str, needed: list[int], path) -> None:
+    """ValueError naming ``path`` unless the stored shape of table ``name`` is ``needed``."""
+    if shapes.get(name) != needed:
+        raise ValueError(
+            f"{path}: table {name!r} has shape {shapes.get(name)}, the model needs {needed}"
+        )
+
+
 def fill_tables(tables: dict[str, Tensor], tensors: dict[str, Tensor], shapes: dict, path) -> None:
     """Write the stored entries into ``tables`` (zeroed first); ValueError on a shape mismatch."""
     for name, table in tables.items():
-        if shapes.get(name) != list(table.shape):
-            raise ValueError(
-                f"{path}: table {name!r} has shape {shapes.get(name)}, the model needs "
-                f"{list(table.shape)}"
-            )
+        check_shape(shapes, name, list(table.shape), path)
         table.data.zero_()
         flat, pos = flat_at(table.data, _tensor(tensors, f"weights.{name}.index", path).long())
         flat[pos] = _tensor(tensors, f"weights.{name}.values", path)
@@ -221,11 +225,7 @@ def _compact_feature_table(
     small = {k: v for k, v in weights.tables().items() if k == "global"}
     names = {"node": L, "edge": L * L} if weights.edges else {"node": L}
     for name, width in names.items():
-        if shapes.get(name) != [num_features, width]:
-            raise ValueError(
-                f"{path}: table {name!r} has shape {shapes.get(name)}, the model needs "
-                f"{[num_features, width]}"
-            )
+        check_shape(shapes, name, [num_features, width], path)
     blocks = [
         (
             width,
