@@ -59,10 +59,20 @@ class FeatureMatrix:
 class Vocabulary:
     """Attribute dictionaries and the kept feature keys, frozen after ``fit``."""
 
-    def __init__(self, templates: list[Template], min_count: int = 2, boundary: bool = False):
+    def __init__(
+        self,
+        templates: list[Template],
+        min_count: int = 2,
+        boundary: bool = False,
+        min_counts: list[int] | None = None,
+    ):
         self.templates = templates
         self.min_count = min_count
         self.boundary = boundary
+        # per template, its own cutoff (feature templates' ``min_count=N``); None: min_count
+        self.min_counts = None if min_counts is None else [int(c) for c in min_counts]
+        if self.min_counts is not None and len(self.min_counts) != len(templates):
+            raise ValueError(f"{len(self.min_counts)} min_counts for {len(templates)} templates")
         self.values: dict[str, list[str]] = {}  # attribute -> values seen in training
         self.keys = np.zeros(0, dtype=np.int64)  # sorted kept keys; feature id = rank
         self._index: dict[str, dict[str, int]] = {}
@@ -88,7 +98,8 @@ class Vocabulary:
         for j, col in enumerate(self._template_codes(columns, doc_ids)):
             present = col[col >= 0]
             uniq, counts = np.unique(present, return_counts=True)
-            keys.append((np.int64(j) << KEY_SHIFT) | uniq[counts >= self.min_count])
+            cutoff = self.min_count if self.min_counts is None else self.min_counts[j]
+            keys.append((np.int64(j) << KEY_SHIFT) | uniq[counts >= cutoff])
         self.keys = np.sort(np.concatenate(keys)) if keys else self.keys
         return self
 
@@ -182,12 +193,16 @@ class Vocabulary:
             "boundary": self.boundary,
             "values": self.values,
         }
+        if self.min_counts is not None:  # (the state of a vocabulary without them stays)
+            meta["min_counts"] = self.min_counts
         return meta, {"feature_keys": torch.from_numpy(self.keys)}
 
     @classmethod
     def from_state(cls, meta: dict, tensors: dict[str, torch.Tensor]) -> Vocabulary:
         templates = [tuple((a, int(o)) for a, o in t) for t in meta["templates"]]
-        vocab = cls(templates, meta["min_count"], meta.get("boundary", False))
+        vocab = cls(
+            templates, meta["min_count"], meta.get("boundary", False), meta.get("min_counts")
+        )
         vocab.values = {a: list(v) for a, v in meta["values"].items()}
         vocab.keys = tensors["feature_keys"].numpy().astype(np.int64)
         vocab._build_index()
