@@ -26,6 +26,7 @@ from structperc.features.external import (
     source_versions,
 )
 from structperc.features.extract import (
+    KEY_SHIFT,
     FeatureMatrix,
     Vocabulary,
     concat_columns,
@@ -371,6 +372,15 @@ class LocalFeatures:
         return FeatureMatrix(
             torch.from_numpy(ids), torch.from_numpy(offsets), torch.from_numpy(doc_offsets)
         )
+
+    def node_only_mask(self) -> np.ndarray | None:
+        """[F] bool: the features of templates marked ``edges=false`` (node features only), or
+        None when there are none.  A template's features are a run of ids (keys sort by
+        template first)."""
+        if self.compiled is None or not any(self.compiled.node_only):
+            return None
+        flags = np.array(self.compiled.node_only, dtype=bool)
+        return flags[self.vocab.keys >> KEY_SHIFT]
 
     @property
     def num_features(self) -> int:
