@@ -184,6 +184,22 @@ class Vocabulary:
                     )
                 yield np.where(valid, code, -1)
 
+    def feature_string(self, feature: int) -> str:
+        """Feature id -> ``TEMPLATE=VALUE`` (values of several parts joined by ``|``), e.g.
+        ``w[-1]=Paris``, ``pos[-1]|pos[0]=NNP|VBZ``; the bias is ``bias``."""
+        key = int(self.keys[feature])
+        template = self.templates[key >> KEY_SHIFT]
+        if not template:
+            return "bias"
+        code = key & ((1 << KEY_SHIFT) - 1)
+        values = []
+        for a, _ in reversed(template):  # mixed radix, the last part the least significant
+            width = max(len(self.values[a]), 1)
+            code, c = divmod(code, width)
+            values.append(self.values[a][c])
+        name = "|".join(f"{a}[{o}]" for a, o in template)
+        return f"{name}={'|'.join(reversed(values))}"
+
     # -- persistence ------------------------------------------------------------------------
     def state(self) -> tuple[dict, dict[str, torch.Tensor]]:
         """(JSON-able metadata, tensors) — no pickle."""
