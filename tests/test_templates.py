@@ -37,7 +37,7 @@ def strings(features: LocalFeatures, docs: list[Document]) -> list[list[str]]:
     fm = features.transform(docs)
     ids, off = fm.ids.tolist(), fm.offsets.tolist()
     vocab = features.vocab
-    return [[vocab.feature_string(f) for f in ids[off[t] : off[t + 1]]] for t in range(len(off) - 1)]
+    return [[vocab.feature_string(f) for f in ids[a:b]] for a, b in zip(off, off[1:], strict=False)]
 
 
 # -- grammar ----------------------------------------------------------------------------------
@@ -130,12 +130,13 @@ def test_functions_prefixes_and_flags_give_their_values():
     assert cols["prefix3(w)"][:3] == ["Par", "199", None]  # only words of >= 3 characters
     assert cols["suffix2(w)"][:3] == ["is", "96", "A8"]
     assert cols["w[:2]"][:3] == ["Pa", "19", "A8"] and cols["w[-3:]"][2] == "A8"  # all if shorter
-    on = {name: [w for w, v in zip(words, vals) if v == "1"] for name, vals in cols.items()}
+    on = {n: [w for w, v in zip(words, vs, strict=True) if v == "1"] for n, vs in cols.items()}
     assert on["twodigits(w)"] == ["96"] and on["fourdigits(w)"] == ["1996"]
     assert on["digit_alpha(w)"] == ["A8"] and on["digit_dash(w)"] == ["12-3"]
     assert on["digit_slash(w)"] == ["1/2"] and on["digit_comma(w)"] == ["1,000"]
     assert on["digit_period(w)"] == ["1.5"] and on["number(w)"] == ["123"]
-    assert on["initcap(w)"] == ["Paris", "A8", "EU", "J."] and on["allcaps(w)"] == ["A8", "EU", "J."]
+    assert on["initcap(w)"] == ["Paris", "A8", "EU", "J."]
+    assert on["allcaps(w)"] == ["A8", "EU", "J."]
     assert on["alllower(w)"] == ["the"] and on["capperiod(w)"] == ["J."]
     assert cols["capperiod(w)"][0] == "0"  # flag_off where a flag does not hold
 
@@ -174,7 +175,7 @@ def test_node_only_templates_have_no_edge_entries_in_the_update():
     full = path_delta(batch, gold, pred, L, True)
     assert 2 in (full.parts["edge"][0] // (L * L)).tolist()
     # closed form: token 1 (b, pos NN) gold 1 vs 0; tokens 1, 2 change their label pairs
-    assert sorted(zip(node_rows, delta.parts["node"][1].tolist())) == [
+    assert sorted(zip(node_rows, delta.parts["node"][1].tolist(), strict=True)) == [
         (1, -1.0),
         (1, 1.0),
         (2, -1.0),
