@@ -278,3 +278,25 @@ def test_table1_preset_gives_the_named_attributes_features(data_dir):
     assert {"lower(w)[-1]|lower(w)[0]", "suffix3(w)[1]", "go[0]|go[1]", "initcap(w)[0]"} <= seen
     without = LocalFeatures(gazetteer="none", template_file="kazama").fit(corpus["train"][:2])
     assert len(without.templates) == 162 - 4 * 5 - 4 * 3  # the optional gazetteer templates
+
+
+def test_the_feature_cache_key_holds_the_templates_and_their_file(tmp_path):
+    from structperc.features.cache import feature_cache_key
+    from structperc.tasks.inputs import extraction_settings, feature_files
+
+    path = tmp_path / "my.tpl"
+    path.write_text("w[0]\n")
+    fcfg = {"template_file": str(path), "templates": ["pos[0]"], "gazetteer_files": []}
+
+    def key():
+        features = LocalFeatures(gazetteer="none", template_file=str(path), templates=["pos[0]"])
+        return feature_cache_key(extraction_settings(fcfg), feature_files(features), None)
+
+    first = key()
+    assert first["features"] == {"template_file": str(path), "templates": ["pos[0]"]}
+    path.write_text("w[-1..0]\n")  # the same path, other templates: another key
+    assert key()["files"] != first["files"]
+    # settings without templates keep the key they had before templates existed
+    assert extraction_settings({"min_count": 2, "templates": None, "template_file": None}) == {
+        "min_count": 2
+    }
