@@ -32,6 +32,53 @@ KEY_SHIFT = 42
 
 
 @dataclass
+class FactorColumn:
+    """An attribute column as its distinct values and each token's index into them: the column
+    ``[values[i] for i in index]``, whose functions (``map``) and codes cost once per distinct
+    value instead of once per token (the feature templates' columns, ``template_features.py``).
+
+    values: [U] distinct values (str or None: no feature; after ``map`` they may repeat).
+    index:  [N] int64, each token's value.
+    """
+
+    values: list[str | None]
+    index: np.ndarray
+
+    @classmethod
+    def of(cls, column: list[str | None]) -> FactorColumn:
+        seen: dict[str | None, int] = {}
+        index = np.fromiter(
+            (seen.setdefault(v, len(seen)) for v in column), dtype=np.int64, count=len(column)
+        )
+        return cls(list(seen), index)
+
+    def map(self, fn) -> FactorColumn:
+        """``fn`` of every value (None stays None), the tokens' indexes shared."""
+        return FactorColumn([None if v is None else fn(v) for v in self.values], self.index)
+
+    def tolist(self) -> list[str | None]:
+        return [self.values[i] for i in self.index.tolist()]
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            return [self.values[i] for i in self.index[item].tolist()]
+        return self.values[self.index[item]]
+
+
+Column = list[str | None] | FactorColumn
+
+
+def distinct_values(column: Column) -> set[str]:
+    """The values (not None) a column holds."""
+    if isinstance(column, FactorColumn):
+        return {column.values[i] for i in np.unique(column.index).tolist()} - {None}
+    return {v for v in column if v is not None}
+
+
+@dataclass
 class FeatureMatrix:
     """CSR features of a list of documents.
 
@@ -88,7 +135,7 @@ class Vocabulary:
     def fit(self, columns: dict[str, list[str | None]], doc_ids: np.ndarray) -> Vocabulary:
         """Freeze the attribute dictionaries and the keys seen >= min_count times."""
         for name in self.attributes:
-            vals = sorted({v for v in columns[name] if v is not None})
+            vals = sorted(distinct_values(columns[name]))
             if self.boundary:
                 reach = max((abs(o) for t in self.templates for _, o in t), default=0)
                 vals += [_boundary_value(d) for d in range(-reach, reach + 1) if d]
@@ -125,8 +172,16 @@ class Vocabulary:
         np.cumsum(mask.sum(axis=1), out=offsets[1:])
         return dense[mask], offsets
 
-    def _codes(self, columns: dict[str, list[str | None]], name: str) -> np.ndarray:
+    def _codes(self, columns: dict[str, Column], name: str) -> np.ndarray:
         index = self._index[name]
+        column = columns[name]
+        if isinstance(column, FactorColumn):  # the codes of the distinct values, gathered
+            table = np.fromiter(
+                (index.get(v, -1) if v is not None else -1 for v in column.values),
+                dtype=np.int64,
+                count=len(column.values),
+            )
+            return table[column.index] if len(table) else np.full(len(column), -1, np.int64)
         return np.fromiter(
             (index.get(v, -1) if v is not None else -1 for v in columns[name]),
             dtype=np.int64,

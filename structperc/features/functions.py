@@ -46,6 +46,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from structperc.features.extract import FactorColumn
+
 Value = str | None
 
 
@@ -151,26 +153,25 @@ def check_function(name: str, where: str) -> None:
 
 
 def apply_function(
-    name: str, column: list[Value], doc_bounds: list[tuple[int, int]], flag_off: Value = None
-) -> list[Value]:
+    name: str, column: FactorColumn, doc_bounds: list[tuple[int, int]], flag_off: Value = None
+) -> FactorColumn:
     """The column ``name(column)``: one value (or None) per token of the corpus-wide
     ``column``, whose documents span ``doc_bounds`` (for ``document`` functions).  A token
     function sees each distinct value once; None (no value) stays None."""
     registered = _REGISTRY.get(name)
     if registered is not None and registered.scope == "document":
+        values = column.tolist()
         out: list[Value] = []
         for start, end in doc_bounds:
-            got = list(registered.function(column[start:end]))
+            got = list(registered.function(values[start:end]))
             if len(got) != end - start:
                 raise ValueError(
                     f"template function {name!r} returned {len(got)} values for a document of "
                     f"{end - start} tokens"
                 )
             out.extend(None if v is None else str(v) for v in got)
-        return out
-    fn = _value_function(name, flag_off, registered)
-    table = {v: fn(v) for v in set(column) if v is not None}
-    return list(map(table.get, column))
+        return FactorColumn.of(out)
+    return column.map(_value_function(name, flag_off, registered))
 
 
 def _value_function(name: str, flag_off: Value, registered: Registered | None):

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from structperc.features.extract import FactorColumn
 from structperc.features.functions import Value, apply_function
 from structperc.features.template_language import (
     Part,
@@ -125,11 +126,13 @@ class CompiledTemplates:
         base: dict[str, list[Value]],
         doc_bounds: list[tuple[int, int]],
         flag_off: Value = None,
-    ) -> dict[str, list[Value]]:
-        """Every attribute column [N] from the base columns [N] (``base["w"]``: the tokens)."""
-        done: dict[str, list[Value]] = {}
+    ) -> dict[str, FactorColumn]:
+        """Every attribute column [N] from the base columns [N] (``base["w"]``: the tokens),
+        as distinct values and their tokens (``extract.FactorColumn``)."""
+        done: dict[str, FactorColumn] = {}
+        factored = {name: FactorColumn.of(base[name]) for name in self.base_columns}
         for name, part in self.attributes.items():
-            column = base[part.column]
+            column = factored[part.column]
             for k, op in enumerate(part.ops):
                 step = render(part.column, part.ops[: k + 1])
                 if step not in done:
@@ -139,10 +142,8 @@ class CompiledTemplates:
         return {name: done[name] for name in self.attributes}
 
 
-def _apply(op, column: list[Value], doc_bounds, flag_off: Value) -> list[Value]:
+def _apply(op, column: FactorColumn, doc_bounds, flag_off: Value) -> FactorColumn:
     if op.kind == "fn":
         return apply_function(op.arg, column, doc_bounds, flag_off)
     n = op.arg
-    cut = (lambda v: v[:n]) if op.kind == "head" else (lambda v: v[-n:])
-    table = {v: cut(v) for v in set(column) if v is not None}
-    return list(map(table.get, column))
+    return column.map((lambda v: v[:n]) if op.kind == "head" else (lambda v: v[-n:]))
