@@ -261,7 +261,7 @@ def test_table1_preset_gives_the_named_attributes_features(data_dir):
     from structperc.data.conll import read_conll
 
     folder = data_dir / "conll2003"
-    corpus = {s: read_conll(folder / f"{s}.txt", max_docs=12) for s in ("train", "dev")}
+    corpus = {s: read_conll(folder / f"{s}.txt", max_docs=8) for s in ("train", "dev")}
     gaz = str(data_dir / "conll2003" / "eng.list")
     named = LocalFeatures(gazetteer_path=gaz).fit(corpus["train"])
     preset = LocalFeatures(gazetteer_path=gaz, template_file="kazama").fit(corpus["train"])
@@ -300,3 +300,43 @@ def test_the_feature_cache_key_holds_the_templates_and_their_file(tmp_path):
     assert extraction_settings({"min_count": 2, "templates": None, "template_file": None}) == {
         "min_count": 2
     }
+
+
+def test_a_run_from_config_alone_trains_saves_and_tags_with_its_templates(tmp_path, monkeypatch):
+    from hydra_runs import run_main, write_synthetic_conll2003
+
+    from structperc.model.files import load_model
+    from structperc.predict import tag_file
+
+    (tmp_path / "data").mkdir()
+    data = write_synthetic_conll2003(tmp_path / "data", {"train": 10, "dev": 3, "test": 3})
+    (data / "my.tpl").write_text("bias\nw[-1..1]\nshape(w[0]) edges=false\nlist.*[0]\n")
+    (data / "names.txt").write_text("Smith\nJones\n")
+    overrides = [
+        "+experiment=conll03_local",
+        "features=templates",
+        "features.template_file=my.tpl",  # a relative path: from the data folder
+        "features.gazetteer_files=[{path: names.txt, format: per_type, type: PER, name: list}]",
+        "trainer.max_epochs=1",
+        "write_predictions=false",
+        f"cache_dir={tmp_path / 'cache'}",
+    ]
+    _, results = run_main(overrides, data, tmp_path / "run", monkeypatch)
+    weights, features, _ = load_model(tmp_path / "run")
+    assert features.compiled.lines() == [
+        "bias",
+        "w[-1]",
+        "w[0]",
+        "w[1]",
+        "shape(w[0]) edges=false",
+        "list.PER[0]",
+    ]
+    mask = torch.from_numpy(features.node_only_mask())
+    edge = weights.tables()["edge"]
+    assert mask.any() and edge[mask].abs().sum() == 0 and edge[~mask].abs().sum() > 0
+    scores = tag_file(tmp_path / "run", data / "conll2003" / "test.txt", tmp_path / "tagged.txt")
+    assert scores.f1 == pytest.approx(results["test"]["f1"])
+    (data / "my.tpl").write_text("bias\nw[0]\n")  # the same path, other templates
+    _, edited = run_main(overrides, data, tmp_path / "edited", monkeypatch)
+    assert edited["feature_cache_hit"] is False  # (a cache hit would mismatch: fewer features)
+    assert edited["num_features"] < results["num_features"]

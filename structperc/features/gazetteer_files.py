@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +58,8 @@ class GazetteerFile:
     def from_config(cls, item, where: str) -> GazetteerFile:
         if isinstance(item, str):
             item = {"path": item}
+        if isinstance(item, Mapping):  # (Hydra gives a DictConfig)
+            item = {str(k): v for k, v in item.items()}
         if not isinstance(item, dict) or "path" not in item:
             raise ValueError(f"{where}: expected a mapping with a path, got {item!r}")
         unknown = set(item) - set(KEYS)
