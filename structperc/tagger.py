@@ -102,6 +102,14 @@ class Tagger:
         missing = {c for c in self.needed_columns() for d in docs if c not in d.columns}
         if not missing:
             return docs
+        others = missing - {"pos", "chunk"}  # columns no column tagger makes
+        if others:
+            where = docs[0].source or "the input"
+            raise MissingColumns(
+                f"{where}: the model's feature templates read the {' and '.join(sorted(others))} "
+                f"column(s), which the input lacks: give them (a column map naming them, e.g. "
+                f"columns=[token,{','.join(sorted(others))}])"
+            )
         if self.column_tagger is None:
             where = docs[0].source or "the input"
             raise MissingColumns(

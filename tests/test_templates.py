@@ -21,6 +21,8 @@ from structperc.features.template_features import CompiledTemplates, read_templa
 from structperc.features.template_language import expand, parse_template, parse_templates
 from structperc.model.batch import make_batch
 from structperc.model.updates import path_delta
+from structperc.model.weights import ChainWeights
+from structperc.structures.chain import ChainStructure
 
 
 def doc(words, pos=None, **columns) -> Document:
@@ -340,3 +342,16 @@ def test_a_run_from_config_alone_trains_saves_and_tags_with_its_templates(tmp_pa
     _, edited = run_main(overrides, data, tmp_path / "edited", monkeypatch)
     assert edited["feature_cache_hit"] is False  # (a cache hit would mismatch: fewer features)
     assert edited["num_features"] < results["num_features"]
+
+
+def test_tagging_input_without_a_templates_column_is_a_one_line_error():
+    from structperc.tagger import MissingColumns, Tagger
+
+    features = LocalFeatures(gazetteer="none", templates=["lemma[0]"]).fit(
+        [doc(["a", "b"], lemma=["a", "b"])]
+    )
+    structure = ChainStructure(ChainWeights(features.num_features, ["O"]))
+    tagger = Tagger(structure, features, column_tagger="runs/never_loaded")
+    bare = Document(tokens=["a"], columns={}, source="in.txt:1")
+    with pytest.raises(MissingColumns, match=r"^in.txt:1: .* read the lemma column\(s\), .*"):
+        tagger._with_columns([bare])
