@@ -28,8 +28,6 @@ from structperc.features.pipeline import LocalFeatures
 from structperc.structures.chain import ChainData
 from structperc.tasks.loading import ColumnTagger, load_tagger
 
-COLUMN_OF_ATTRIBUTE = {"pos": "pos", "chk": "chunk"}  # feature attributes that read a column
-
 
 class MissingColumns(ValueError):
     """The input lacks columns the model's features read, and no column tagger fills them."""
@@ -94,9 +92,9 @@ class Tagger:
         return self.structure.weights.labels
 
     def needed_columns(self) -> set[str]:
-        """The input columns the model's features read ("pos", "chunk")."""
-        used = set(self.features.vocab.attributes)
-        return {column for attr, column in COLUMN_OF_ATTRIBUTE.items() if attr in used}
+        """The input columns the model's features read ("pos", "chunk", or any column its
+        feature templates name)."""
+        return self.features.input_columns()
 
     def _with_columns(self, docs: list[Document]) -> list[Document]:
         if self.features.tags == "auto":  # the model saw the tagger's columns, never the given
@@ -104,6 +102,14 @@ class Tagger:
         missing = {c for c in self.needed_columns() for d in docs if c not in d.columns}
         if not missing:
             return docs
+        others = missing - {"pos", "chunk"}  # columns no column tagger makes
+        if others:
+            where = docs[0].source or "the input"
+            raise MissingColumns(
+                f"{where}: the model's feature templates read the {' and '.join(sorted(others))} "
+                f"column(s), which the input lacks: give them (a column map naming them, e.g. "
+                f"columns=[token,{','.join(sorted(others))}])"
+            )
         if self.column_tagger is None:
             where = docs[0].source or "the input"
             raise MissingColumns(

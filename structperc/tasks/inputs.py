@@ -41,27 +41,57 @@ def data_files(config, corpus: dict) -> list[Path]:
     return [data_dir / config.cfg.data.name / f"{s}.txt" for s in corpus] if data_dir else []
 
 
+def _in_data_dir(path: str, data_dir: Path | None) -> str:
+    """``path`` as given when it names a file (or is absolute), else in the data folder."""
+    if path and data_dir and not Path(path).is_absolute() and not Path(path).is_file():
+        if (data_dir / path).is_file():
+            return str(data_dir / path)
+    return path
+
+
 def local_features(config):
-    """Instantiate the feature pipeline, a relative gazetteer path taken from the data folder;
-    returns (features, the settings as a dict)."""
+    """Instantiate the feature pipeline, relative gazetteer paths (``gazetteer_path``,
+    ``gazetteer_files``' paths) and the template file taken from the data folder when they name
+    no file here; returns (features, the settings as a dict)."""
     fcfg = config.plain(config.cfg.features)
     gaz, data_dir = fcfg.get("gazetteer_path"), config.data_dir
     if gaz and fcfg.get("gazetteer") != "none" and not Path(gaz).is_absolute() and data_dir:
         if not Path(gaz).is_file():
             fcfg["gazetteer_path"] = str(data_dir / gaz)
+    if fcfg.get("template_file"):
+        fcfg["template_file"] = _in_data_dir(fcfg["template_file"], data_dir)
+    if fcfg.get("gazetteer_files"):
+        fcfg["gazetteer_files"] = [
+            {**item, "path": _in_data_dir(str(item["path"]), data_dir)}
+            if isinstance(item, dict) and "path" in item
+            else item
+            for item in fcfg["gazetteer_files"]
+        ]
     return config.make(fcfg), fcfg
 
 
 def extraction_settings(fcfg: dict) -> dict:
     """The feature settings that decide the feature ids (the cache key's): ``edges`` is the
     model's, not the ids', and the tagger's columns enter through its files; an empty
-    ``gazetteers`` or ``trigram_attributes`` is left out, so runs keep the key they had before
-    those settings existed."""
+    ``gazetteers``, ``trigram_attributes``, ``gazetteer_files``, ``templates`` or
+    ``template_file`` is left out, so runs keep the key they had before those settings existed
+    (the files of the last three enter the key by their content: ``feature_files``)."""
     out = {k: v for k, v in fcfg.items() if k not in ("edges", "tags", "tagger")}
-    for optional in ("gazetteers", "trigram_attributes"):
-        if optional in out and not out[optional]:
-            del out[optional]
+    optional = ("gazetteers", "trigram_attributes", "gazetteer_files", "templates", "template_file")
+    for key in optional:
+        if key in out and not out[key]:
+            del out[key]
     return out
+
+
+def feature_files(features) -> list[Path]:
+    """The files the features read besides the corpus: the template file (a preset's too) and
+    the gazetteer files, whose content the cache key holds."""
+    files = []
+    if getattr(features, "template_source", None):
+        files.append(Path(features.template_source))
+    files += [Path(f.spec.path) for f in getattr(features, "gazetteer_families", ())]
+    return files
 
 
 def tagging_inputs(config) -> tuple[dict, object, dict]:
@@ -72,6 +102,7 @@ def tagging_inputs(config) -> tuple[dict, object, dict]:
     files = data_files(config, corpus)
     if fcfg.get("gazetteer") != "none" and fcfg.get("gazetteer_path"):
         files.append(Path(fcfg["gazetteer_path"]))
+    files += feature_files(features)
     extraction = extraction_settings(fcfg)
     if features.gazetteers:  # their lists change with their packages' versions
         extraction["gazetteer_versions"] = features.gazetteer_versions

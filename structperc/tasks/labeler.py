@@ -108,6 +108,7 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
         n_test=s.n_test,
         constraints=s.constraints,
         edges=features.edges,
+        node_only=features.node_only_mask(),
     )
     weights = structure.weights.to(device)
     updater = Updater(weights, average=learner.average)

@@ -224,6 +224,7 @@ def run_rerank(settings: RerankSettings, out_dir: Path, group: Group = SERIAL) -
         folder=folder,
         meta={"key": st.lists_key, "labels": labels},
         edges=features.edges,
+        node_only=features.node_only_mask(),
     )
     folds = [*range(lists.folds), ALL]
     if st.fold is not None:  # a fold job of a multirun
@@ -254,7 +255,9 @@ def run_rerank(settings: RerankSettings, out_dir: Path, group: Group = SERIAL) -
     features_seconds = time.perf_counter() - t0
 
     chain = (
-        ChainWeights(features.num_features, labels, features.edges)
+        ChainWeights(features.num_features, labels, features.edges).set_node_only(
+            features.node_only_mask()
+        )
         if second.local_features
         else None
     )
