@@ -224,13 +224,6 @@ class ColumnCorpus:
             )
         if self.train_docs is not None:
             corpus["train"] = corpus["train"][: self.train_docs]
-        for split, docs in corpus.items():
-            if split in ("train", "dev") and any(d.tags is None for d in docs):
-                doc = next(d for d in docs if d.tags is None)
-                raise ConllFormatError(
-                    f"{doc.source}: data.{split} has no {fmt.label} column: expected "
-                    f"{len(fmt.columns)} columns ({' '.join(fmt.columns)})"
-                )
         return {s: corpus[s] for s in SPLITS if s in corpus}, fmt
 
 
