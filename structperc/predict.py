@@ -16,9 +16,9 @@ and writes its output in them.  Output: the input columns and the predicted tag 
 (``conll``), or one JSON line per document with its entities (``jsonl``: character offsets for
 text input, token offsets for column input; a plain tagging model's tokens and tags instead).
 Gold tags are scored as conlleval does, or, for a plain tagging model (POS tags), by token
-accuracy and each label's precision, recall and F1.  ``input=-`` reads standard input and ``output=-`` writes standard output; the
-log goes to standard error, and so do the scores when the output is standard output.  With gold
-tags present it prints conlleval-style scores.  Under ``torchrun``
+accuracy and each label's precision, recall and F1.  ``input=-`` reads standard input and
+``output=-`` writes standard output; the log goes to standard error, and so do the scores when
+the output is standard output.  With gold tags present it prints the scores.  Under ``torchrun``
 (``torchrun --standalone --nproc-per-node=N -m structperc.predict ...``) the documents are split
 into N consecutive blocks of about equal tokens, each rank tags one, and rank 0 writes the one
 output in the input's order.

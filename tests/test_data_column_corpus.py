@@ -59,15 +59,14 @@ def test_the_label_is_the_last_named_column_and_the_others_are_kept(tmp_path):
 @pytest.mark.parametrize("scheme", ["iob1", "iob2", "ioe1", "ioe2", "iobes", "bilou", "io"])
 def test_every_scheme_is_read_as_iob2_and_written_back_in_itself(tmp_path, scheme):
     lines = SPANISH.splitlines()
-    written = [t for s in SPANISH_IOB2 for t in [*from_iob2(s, scheme), None]]
-    text = "\n".join(
-        f"{line.rsplit(maxsplit=1)[0]} {tag}" if line else "" for line, tag in zip(lines, written)
-    )
+    written = [t for s in SPANISH_IOB2 for t in [*from_iob2(s, scheme), None]][:-1]
+    pairs = zip(lines, written, strict=True)
+    text = "\n".join(f"{line.rsplit(maxsplit=1)[0]} {tag}" if line else "" for line, tag in pairs)
     path = put(tmp_path, text + "\n")
-    for given in (scheme, "auto"):
-        f = fmt(scheme=given)
+    for named in (scheme, "auto"):
+        f = fmt(scheme=named)
         docs = f.read(path)
-        if given == "auto":  # ColumnCorpus.load tells the scheme: one that writes the file
+        if named == "auto":  # ColumnCorpus.load tells the scheme: one that writes the file
             corpus, told = ColumnCorpus(f, train=str(path), dev_holdout=0).load(None)
             assert tags(corpus["train"]) == SPANISH_IOB2  # (I- alone reads as IOB1)
             assert [from_iob2(s, told.scheme) for s in SPANISH_IOB2] == [
@@ -267,11 +266,11 @@ def test_any_column_layout_round_trips_read_write_read(tmp_path, case):
 @pytest.mark.realdata
 @pytest.mark.parametrize("name", ["conll2003", "conll2000"])
 def test_the_presets_read_the_old_loaders_documents(data_dir, name):
-    from structperc.data.loading import load_corpus
-    from structperc.tasks.inputs import load_columns
-    from structperc.run import ComposedConfig
-
     from hydra_runs import compose_config
+
+    from structperc.data.loading import load_corpus
+    from structperc.run import ComposedConfig
+    from structperc.tasks.inputs import load_columns
 
     experiment = "conll03_local" if name == "conll2003" else "conll00_tagchunk"
     cfg = compose_config([f"+experiment={experiment}", "data.max_docs=30"])
