@@ -145,7 +145,10 @@ class Tagger:
     def needed_columns(self) -> set[str]:
         """The input columns the model's features read ("pos", "chunk")."""
         used = set(self.features.vocab.attributes)
-        return {column for attr, column in COLUMN_OF_ATTRIBUTE.items() if attr in used}
+        needed = {column for attr, column in COLUMN_OF_ATTRIBUTE.items() if attr in used}
+        if self.corpus and "columns" in self.corpus:  # what its training corpus had
+            needed &= set(self.corpus["columns"])
+        return needed
 
     def _with_columns(self, docs: list[Document]) -> list[Document]:
         if self.features.tags == "auto":  # the model saw the tagger's columns, never the given
