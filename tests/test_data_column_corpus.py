@@ -279,3 +279,13 @@ def test_the_presets_read_the_old_loaders_documents(data_dir, name):
     assert new == old and told.scheme == ("iob1" if name == "conll2003" else "iob2")
     for split in old:
         assert [has_docstart(d) for d in new[split]] == [has_docstart(d) for d in old[split]]
+
+
+def test_the_shipped_spanish_example_reads_as_the_readme_says():
+    folder = Path(__file__).resolve().parents[1] / "experiments" / "byoc" / "spanish"
+    spec = ColumnCorpus(fmt(), train=str(folder / "train.txt"), test=str(folder / "test.txt"))
+    corpus, told = spec.load(None)
+    assert told.scheme == "iobes" and told.label == "ner"
+    assert (len(corpus["train"]), len(corpus["dev"]), len(corpus["test"])) == (14, 2, 4)
+    kinds = {t[2:] for d in corpus["train"] for t in d.tags if t != "O"}
+    assert kinds == {"PERSONA", "LUGAR", "ORGANIZACION", "OBRA", "EVENTO"}
