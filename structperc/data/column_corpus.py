@@ -277,11 +277,11 @@ def corpus_scheme(corpus: dict[str, list[Document]], label: str) -> str:
 
 
 def hold_out(docs: list[Document], size: float, seed: int) -> tuple[list[Document], list[Document]]:
-    """(the rest, a held-out slice) of ``docs``: ``size`` of them (a fraction < 1 or a count),
-    drawn with ``seed``; both keep the documents' order."""
+    """(the rest, a held-out slice) of ``docs``: ``size`` of them (a fraction < 1, at least one
+    document, or a count), drawn with ``seed``; both keep the documents' order."""
     if size < 0 or (size >= 1 and int(size) != size):
         raise ValueError(f"data.dev_holdout must be a fraction in [0, 1) or a count, got {size}")
-    n = round(size * len(docs)) if size < 1 else int(size)
+    n = max(1, round(size * len(docs))) if size < 1 else int(size)
     if not 0 < n < len(docs):
         raise ValueError(
             f"data.dev_holdout={size} keeps {n} of {len(docs)} training documents for dev: "
