@@ -118,7 +118,7 @@ class RerankSettings:
 def rerank_settings(config) -> RerankSettings:
     """The rerank run (or fold job) of the composed ``config`` (``run.ComposedConfig``)."""
     cfg = config.cfg
-    corpus, features, key = tagging_inputs(config)
+    corpus, features, key, _ = tagging_inputs(config)
     task = cfg.task
     settings = config.fit_settings()
     lists = ListSettings(folds=task.folds, unit=task.unit, n=task.n, n_test=task.n_test)
