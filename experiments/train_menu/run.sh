@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The runs behind experiments/train_menu/README.md: CRFsuite's training menu on CoNLL-2003 with
+# the local features (+experiment=conll03_local / conll03_crf), all the training documents.
+#   bash experiments/train_menu/run.sh                 # everything (about an hour on 2 cores)
+#   bash experiments/train_menu/run.sh crf_l1 pa      # some of: averaged pa arow crf crf_l1
+# Online learners: 15 epochs (dev F1 is flat after ~15, conf/experiment/conll03_local.yaml);
+# the CRFs: 100 L-BFGS / OWL-QN iterations (sklearn-crfsuite's tutorial's max_iterations), the
+# experiment's sigma2 = 100 (c2 = 0.005), c1 = 0 and c1 = 0.1.  No evaluation during training.
+# Then: python experiments/train_menu/table.py --readme experiments/train_menu/README.md
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+R=experiments/train_menu/runs
+PY="${PYTHON:-.venv/bin/python}"
+S="trainer.processes=1 trainer.progress=false trainer.eval_every=0 trainer.checkpoint=false write_predictions=false save_model=false"
+ONLINE="+experiment=conll03_local trainer.max_epochs=15"
+CRF="+experiment=conll03_crf trainer.max_epochs=100"
+
+run() {  # run NAME OVERRIDES...
+  local name=$1
+  shift
+  local dir=$R/$name
+  if [ -f "$dir/results.json" ]; then echo "done: $dir"; return; fi
+  mkdir -p "$dir"
+  echo "running $name"
+  "$PY" -m structperc.run "$@" $S hydra.run.dir="$dir" > "$dir/stdout.log" 2>&1
+  rm -rf "$dir/checkpoint" "$dir/tb" "$dir/stdout.log"
+}
+
+for name in ${@:-crf_l1 crf averaged pa arow}; do
+  case $name in
+    averaged) run averaged $ONLINE learner=averaged ;;
+    pa) run pa $ONLINE learner=pa ;;
+    arow) run arow $ONLINE learner=arow ;;
+    crf) run crf $CRF learner.c1=0 ;;
+    crf_l1) run crf_l1 $CRF learner.c1=0.1 ;;
+    *) echo "unknown run $name" >&2; exit 2 ;;
+  esac
+done
