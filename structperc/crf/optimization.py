@@ -32,7 +32,8 @@ F(x) = f(x) + c1 ||x||_1, f the smooth part (the likelihood and the Gaussian pri
   part's gradients, then zeroed where it disagrees in sign with -pg;
 * the orthant xi_i = sign(x_i), or sign(-pg_i) where x_i = 0, and the line search over the
   projected points x(t) = pi(x + t d; xi), pi zeroing every coordinate whose sign leaves xi;
-  backtracking (t halves) until F(x(t)) <= F(x) + c1_armijo pg . (x(t) - x).
+  backtracking until F(x(t)) <= F(x) + c1_armijo pg . (x(t) - x), t shrunk as L-BFGS
+  shrinks it (the quadratic through F(x), pg . d and F(x(t)), kept within [0.1 t, 0.5 t]).
 
 A weight that reaches 0 stays there until its pseudo-gradient points out of 0, so the model gets
 sparse.  At the optimum of F, |df/dx_i| <= c1 where x_i = 0 and df/dx_i = -c1 sign(x_i)
@@ -437,7 +438,11 @@ class LBFGS:
             )
             if math.isfinite(total_new) and total_new <= total + self.c1 * moved:
                 break
-            t *= 0.5
+            if math.isfinite(total_new):  # as L-BFGS: the quadratic through F, pg.d, F(x(t))
+                t_q = -gd * t * t / (2.0 * (total_new - total - gd * t))
+                t = min(max(t_q, 0.1 * t), 0.5 * t)
+            else:
+                t *= 0.1
         else:
             for xi, x0 in zip(x, start, strict=True):  # back to x
                 xi.copy_(x0)
