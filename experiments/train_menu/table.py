@@ -23,8 +23,14 @@ ONLINE = [
     ("Averaged perceptron", "averaged"),
     ("PA-I (C = 1, error-sensitive, averaged)", "pa"),
     ("AROW (variance 1, gamma 1)", "arow"),
+    ("AROW, averaged", "arow_avg"),
 ]
-CRFS = [("CRF, c1 = 0 (L-BFGS)", "crf"), ("CRF, c1 = 0.1 (OWL-QN)", "crf_l1")]
+CRFS = [
+    ("CRF, c1 = 0 (L-BFGS)", "crf"),
+    ("CRF, c1 = 0.1 (OWL-QN)", "crf_l1"),
+    ("CRF, observed support, c1 = 0", "crf_observed"),
+    ("CRF, observed support, c1 = 0.1", "crf_l1_observed"),
+]
 SHARED = (  # the overrides every run of run.sh adds; left out of the commands shown
     "trainer.processes=1",
     "trainer.progress=false",
