@@ -448,8 +448,9 @@ class LBFGS:
                 float(torch.dot(p.reshape(-1), (xi - x0).reshape(-1)))
                 for p, xi, x0 in zip(pg, x, start, strict=True)
             )
-            if math.isfinite(total_new) and total_new <= total + self.c1 * moved:
-                break
+            armijo = total_new <= total + self.c1 * moved
+            if math.isfinite(total_new) and armijo and total_new < total:  # (< : no stalling at
+                break  # the optimum, where rounding makes the Armijo test hold with F unchanged)
             if math.isfinite(total_new):  # as L-BFGS: the quadratic through F, pg.d, F(x(t))
                 t_q = -gd * t * t / (2.0 * (total_new - total - gd * t))
                 t = min(max(t_q, 0.1 * t), 0.5 * t)
