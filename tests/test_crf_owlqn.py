@@ -65,7 +65,7 @@ def test_owlqn_reaches_the_lasso_optimum_of_coordinate_descent():
     assert all(b <= a + 1e-12 for a, b in zip(losses, losses[1:], strict=False))
     expected = lasso_by_coordinate_descent(H, b, c1)
     assert 0 < int((expected == 0).sum()) < 8  # a problem with zeros and non-zeros
-    torch.testing.assert_close(x, expected, atol=1e-6, rtol=0)
+    assert float((x - expected).abs().max()) <= 1e-6, (x, expected)
     assert torch.equal(x == 0, expected == 0)  # exact zeros, as L1 promises
     assert losses[-1] == pytest.approx(
         float(0.5 * expected @ H @ expected - b @ expected + c1 * expected.abs().sum()), abs=1e-9
@@ -122,7 +122,7 @@ def test_owlqn_crf_meets_the_l1_optimality_conditions():
         zero, nonzero = zero + int(at_zero.sum()), nonzero + int((~at_zero).sum())
         # |df/dw_i| <= c1 where w_i = 0; df/dw_i + c1 sign(w_i) = 0 elsewhere
         assert all(float(v) <= c1 + 1e-6 for v in g[at_zero].abs())
-        torch.testing.assert_close(g[~at_zero], -c1 * w[~at_zero].sign(), atol=1e-5, rtol=0)
+        assert float((g[~at_zero] + c1 * w[~at_zero].sign()).abs().max()) <= 1e-5
     assert zero > 0 and nonzero > 0
     assert result.summary["nonzero_weights"] == nonzero
     assert result.summary["parameters"] == zero + nonzero
@@ -132,7 +132,7 @@ def test_fewer_weights_survive_a_larger_c1():
     problem = toy_problem(5, docs=10, F_=10, L=3, learnable=True)
     fractions = []
     for c1 in (0.0, 0.3, 1.5):
-        weights, result = fit_crf(CRF(sigma2=10.0, c1=c1, tol=1e-9), problem, 60)
+        weights, result = fit_crf(CRF(sigma2=10.0, c1=c1, tol=1e-9), problem, 25)
         fractions.append(result.summary["nonzero_fraction"])
         nonzero = sum(int(torch.count_nonzero(t)) for t in weights.dense_tables)
         assert result.summary["nonzero_weights"] == nonzero
