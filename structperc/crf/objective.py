@@ -35,6 +35,7 @@ class CRFSettings(Protocol):
     """The settings of ``learner.CRF`` that the objective and the optimizers read."""
 
     sigma2: float  # variance of the Gaussian prior
+    c1: float  # L1 coefficient (L-BFGS: OWL-QN when > 0)
     scan: str  # "log" | "scaled" | "sequential" (``CRF.resolved``: never "auto" here)
     dtype: str  # "float32" | "float64": the DP's floating type
     tol: float  # convergence: relative change of the objective ...

@@ -162,6 +162,7 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
         "num_features": features.num_features,
         "labels": labels,
         "world_size": group.world,
+        **result.summary,  # the CRF: parameters, nonzero_weights, nonzero_fraction
     }
     for split in ("dev", "test"):
         if split in corpus:
