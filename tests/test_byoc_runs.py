@@ -126,3 +126,45 @@ def test_a_plain_tagging_task_is_scored_by_token_accuracy(corpus_dir, tmp_path, 
     assert set(test["per_label"]) >= {"NNP"} and test["per_label"]["NNP"]["f1"] > 0
     scores = tag_file(tmp_path / "pos", corpus_dir / "test.txt", tmp_path / "out.txt")
     assert isinstance(scores, TokenScores) and scores.accuracy == pytest.approx(test["accuracy"])
+
+
+def test_reranking_runs_on_it(corpus_dir, tmp_path, monkeypatch):
+    """Re-ranking 1 (the margin perceptron's n-best lists, non-local features over the corpus's
+    own types) from the same command line."""
+    small = ["task.epochs=2", "task.n=5", "task.n_test=10", "task.folds=3"]
+    given = [o for o in overrides(corpus_dir, *small) if o != "+experiment=conll03_local"]
+    given += ["+experiment=conll03_rerank1", f"task.lists_dir={tmp_path / 'lists'}"]
+    _, results = run_main(given, corpus_dir, tmp_path / "rerank", monkeypatch)
+    test = results["test"]
+    assert test["f1"] > 30 and set(test["per_type"]) <= set(TYPES.values())
+    assert test["oracle_f1"]["1"] == pytest.approx(test["base_f1"])
+
+
+def test_two_processes_give_the_run_of_one(ner_model, corpus_dir, tmp_path, monkeypatch):
+    """trainer.processes=2 on the corpus: the model file of the one-process run."""
+    given = overrides(corpus_dir, "trainer.processes=2")
+    _, results = run_main(given, corpus_dir, tmp_path / "p2", monkeypatch)
+    one = json.loads((ner_model / "results.json").read_text())
+    assert results["test"]["f1"] == one["test"]["f1"] and results["epochs"] == one["epochs"]
+    saved = (ner_model / "model.safetensors").read_bytes()
+    assert (tmp_path / "p2" / "model.safetensors").read_bytes() == saved
+
+
+@pytest.mark.parametrize(
+    "experiment, columns, expected",
+    [
+        ("conll00_joint", "[token,pos,_,ner]", "a 'pos' column and the label column 'chunk'"),
+        ("conll00_cascade", "[token,chunk,_,_]", "a 'pos' column and the label column 'chunk'"),
+        ("conll00_tagchunk", "[token,pos,chunk,_]", "labels without chunk prefixes"),  # '_'s
+    ],
+)
+def test_the_conll2000_tasks_name_what_they_need(
+    corpus_dir, tmp_path, monkeypatch, experiment, columns, expected
+):
+    """Joint, cascade and tagchunk read CoNLL-2000's POS column and chunk tags: a corpus without
+    them is one error naming what they need."""
+    mine = ("+experiment=conll03_local", "features.gazetteer=none")  # (shimizu's has none)
+    given = [o for o in overrides(corpus_dir) if o not in mine]
+    given += [f"+experiment={experiment}", f"data.columns={columns}"]
+    with pytest.raises(ValueError, match=f"the {experiment[8:]} task reads .*{expected}"):
+        run_main(given, corpus_dir, tmp_path / "run", monkeypatch)
