@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hydra_runs import run_main, trained_run
+from hydra_runs import compose_config, run_main, trained_run
 
 from structperc.data.column_corpus import ColumnFormat
 from structperc.data.synthetic import make_corpus
@@ -54,8 +54,7 @@ def overrides(corpus_dir, *more: str) -> list[str]:
         "data.separator=tab",
         "data.encoding=latin-1",
         "data.documents='<doc>'",  # (Hydra's quotes)
-        "data.dev_holdout=4",
-        "features.gazetteer=none",
+        "data.dev_holdout=4",  # no features.gazetteer=none: eng.list is CoNLL-2003's alone
         "trainer.max_epochs=2",
         *more,
     ]
@@ -163,8 +162,20 @@ def test_the_conll2000_tasks_name_what_they_need(
 ):
     """Joint, cascade and tagchunk read CoNLL-2000's POS column and chunk tags: a corpus without
     them is one error naming what they need."""
-    mine = ("+experiment=conll03_local", "features.gazetteer=none")  # (shimizu's has none)
-    given = [o for o in overrides(corpus_dir) if o not in mine]
+    given = [o for o in overrides(corpus_dir) if o != "+experiment=conll03_local"]
     given += [f"+experiment={experiment}", f"data.columns={columns}"]
     with pytest.raises(ValueError, match=f"the {experiment[8:]} task reads .*{expected}"):
         run_main(given, corpus_dir, tmp_path / "run", monkeypatch)
+
+
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        (["+experiment=conll03_local"], "jackknife"),  # the list is CoNLL-2003's own
+        (["+experiment=conll03_local", "data=columns"], "none"),
+        (["+experiment=conll03_rerank1", "data=columns"], "none"),
+        (["+experiment=conll03_local", "data=columns", "features.gazetteer=naive"], "naive"),
+    ],
+)
+def test_eng_list_is_the_default_of_conll2003_alone(given, expected):
+    assert compose_config(given).features.gazetteer == expected
