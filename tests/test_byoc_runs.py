@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hydra_runs import compose_config, run_main, trained_run
+from hydra_runs import compose_config, run_main, tag_cli, trained_run
 
 from structperc.data.column_corpus import ColumnFormat
 from structperc.data.synthetic import make_corpus
@@ -88,6 +88,24 @@ def test_its_model_tags_a_file_in_the_same_layout_with_no_settings(ner_model, co
     FORMAT.write(bare, [type(d)(d.tokens, d.columns, None, d.sentence_starts) for d in docs])
     (tmp_path / "bare.latin1").write_bytes(bare.read_text().encode("latin-1"))
     assert tag_file(ner_model, tmp_path / "bare.latin1", tmp_path / "bare.out") is None
+
+
+def test_tagging_writes_the_corpus_encoding_unless_told_another(ner_model, tmp_path):
+    """A Latin-1 corpus's model writes Latin-1 (``ñ`` one byte), or ``output_encoding``'s."""
+    source = tmp_path / "in.txt"
+    text = "<doc>\n\nPeña\tNNP\t_\tS-PERS\nvive\tVBZ\t_\tO\n"
+    source.write_bytes(text.encode("latin-1"))
+    tag_file(ner_model, source, tmp_path / "latin1.txt")
+    assert b"Pe\xf1a\tNNP\t_\tS-PERS\t" in (tmp_path / "latin1.txt").read_bytes()
+    done = tag_cli(
+        f"model={ner_model}", f"input={source}", f"output={tmp_path / 'u8.txt'}",
+        "output_encoding=utf-8",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Peña\tNNP" in (tmp_path / "u8.txt").read_text(encoding="utf-8")
+    done = tag_cli(f"model={ner_model}", f"input={source}", "output=-", "output_encoding=ascii")
+    assert done.returncode == 2 and not done.stdout
+    assert "<stdout>:3: 'ñ' cannot be written in ascii" in done.stderr.splitlines()[-1]
 
 
 PROPOSED = ["learner=proposed", "learner.C=10", "learner.n=3", "learner.bpm_runs=0"]
