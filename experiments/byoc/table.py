@@ -29,9 +29,8 @@ def results(run: Path) -> dict:
 def command(run: Path) -> str:
     """The run's command line, from the overrides Hydra recorded (``hydra.run.dir`` added)."""
     overrides = yaml.safe_load((run / ".hydra" / "overrides.yaml").read_text())
-    quoted = [f"'{o}'" if any(c in o for c in "[]<>,") else o for o in overrides]
     where = run.relative_to(HERE.parents[1])
-    return " ".join(["python -m structperc.run", *quoted, f"hydra.run.dir={where}"])
+    return " ".join(["python -m structperc.run", *quoted(overrides), f"hydra.run.dir={where}"])
 
 
 def pos() -> str:
@@ -103,6 +102,55 @@ def pos_labels() -> str:
     return "\n".join(lines) + "\n"
 
 
+def quoted(overrides: list[str]) -> list[str]:
+    return [f"'{o}'" if any(c in o for c in "[]<>,${}") else o for o in overrides]
+
+
+def learners() -> str:
+    """The Spanish example through re-ranking, two torchrun ranks and a Hydra sweep."""
+    lines = [
+        "| run | what | ranks | epochs | test F1 |",
+        "|---|---|---:|---:|---:|",
+    ]
+    rerank, ranks = RUNS / "spanish_rerank1", RUNS / "spanish_2ranks"
+    r = results(rerank)
+    lines.append(
+        f"| `runs/{rerank.name}` | re-ranking 1: the margin perceptron's n-best lists (5-fold "
+        f"jackknife), reranked with the non-local features | 1 | {r['epochs']} | "
+        f"{r['test']['f1']:.2f} (first model {r['test']['base_f1']:.2f}) |"
+    )
+    r = results(ranks)
+    lines.append(
+        f"| `runs/{ranks.name}` | the margin perceptron, `distributed=torch` under torchrun | "
+        f"{r['world_size']} | {r['epochs']} | {r['test']['f1']:.2f} |"
+    )
+    sweep = RUNS / "spanish_sweep"
+    for job in sorted(p for p in sweep.iterdir() if p.is_dir()):
+        r = results(job)
+        job_overrides = yaml.safe_load((job / ".hydra" / "overrides.yaml").read_text())
+        learner = next(o for o in job_overrides if o.startswith("learner="))
+        lines.append(
+            f"| `runs/{sweep.name}/{job.name}` | sweep job {job.name}: `{learner}` | "
+            f"{r['world_size']} | {r['epochs']} | {r['test']['f1']:.2f} |"
+        )
+    overrides = yaml.safe_load((sweep / "multirun.yaml").read_text())["hydra"]["overrides"]
+    hydra = [o for o in overrides["hydra"] if o != "hydra.mode=MULTIRUN"]
+    torchrun = command(ranks).replace(
+        "python -m structperc.run", "torchrun --standalone --nproc-per-node=2 -m structperc.run"
+    )
+    lines += [
+        "",
+        f"Re-ranking: `{command(rerank)}`",
+        "",
+        f"Two ranks: `{torchrun}`",
+        "",
+        "The sweep: `python -m structperc.run -m "
+        + " ".join(quoted([*overrides["task"], *hydra]))
+        + "`",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def example() -> str:
     run = RUNS / "spanish_example"
     r = results(run)
@@ -118,5 +166,12 @@ def example() -> str:
 
 if __name__ == "__main__":
     sections.main(
-        __doc__, {"chunk": chunk, "pos": pos, "pos_labels": pos_labels, "example": example}
+        __doc__,
+        {
+            "chunk": chunk,
+            "pos": pos,
+            "pos_labels": pos_labels,
+            "example": example,
+            "learners": learners,
+        },
     )
