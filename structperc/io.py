@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import os
@@ -29,17 +30,32 @@ def errors_name(path: str | Path) -> Iterator[None]:
         raise OSError(err.errno, err.strerror, str(path)) from err
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and ``os.replace``: an error or an
-    interruption (Ctrl-C) leaves ``path`` as it was and no temporary file behind; an OSError
-    names ``path``."""
+def encode_text(text: str, encoding: str, path: str | Path) -> bytes:
+    """``text`` in ``encoding``; a character the codec cannot write is a ValueError naming
+    ``path``, the line and the character."""
+    try:
+        return text.encode(encoding)
+    except UnicodeEncodeError as err:
+        line = text.count("\n", 0, err.start) + 1
+        raise ValueError(
+            f"{path}:{line}: {text[err.start]!r} cannot be written in {encoding}: expected text "
+            "that encoding holds (or write UTF-8)"
+        ) from None
+
+
+def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> None:
+    """Write ``text`` in ``encoding`` to ``path`` through a temporary file and ``os.replace``:
+    an error or an interruption (Ctrl-C) leaves ``path`` as it was and no temporary file
+    behind; an OSError names ``path``, and so does a character ``encoding`` cannot write
+    (``encode_text``), before any file is made."""
     path = Path(path)
+    data = encode_text(text, encoding, path)
     with errors_name(path):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-                f.write(text)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
             os.chmod(tmp, 0o644)  # mkstemp makes it 0600
             os.replace(tmp, path)
         except BaseException:
@@ -69,13 +85,25 @@ def read_input_bytes(path: str | Path) -> tuple[bytes, str]:
     return Path(path).read_bytes(), str(path)
 
 
-def write_output_text(path: str | Path, text: str) -> None:
-    """``text`` to standard output for ``"-"``, else atomically to ``path``."""
-    if str(path) == STDIO:
+def write_output_text(path: str | Path, text: str, encoding: str = "utf-8") -> None:
+    """``text`` in ``encoding`` to standard output for ``"-"`` (its bytes, where the stream
+    has them and the encoding is not UTF-8), else atomically to ``path``."""
+    if str(path) != STDIO:
+        atomic_write_text(path, text, encoding)
+        return
+    binary = getattr(sys.stdout, "buffer", None)
+    if codecs.lookup(encoding).name == "utf-8":
         sys.stdout.write(text)
         sys.stdout.flush()
-    else:
-        atomic_write_text(path, text)
+        return
+    data = encode_text(text, encoding, "<stdout>")
+    if binary is None:  # a stream of text alone (a test's): the text, once it is known to encode
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    sys.stdout.flush()
+    binary.write(data)
+    binary.flush()
 
 
 def atomic_write_json(path: str | Path, obj) -> None:

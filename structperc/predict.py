@@ -12,7 +12,8 @@ layout through a column map (``columns=[token,_,_,ner]``, ``_`` skipping a colum
 any scheme of ``data/schemes.py``, ``scheme``), or plain text (``input_format=text``: paragraphs
 are documents).  A model trained on a corpus of its own (``data=columns``) reads its input in
 that corpus's columns, encoding, separator, documents and scheme without any of these settings,
-and writes its output in them.  Output: the input columns and the predicted tag as the last one
+and writes its output in them (``output_encoding`` another encoding; other input is read, and its
+output written, as UTF-8).  Output: the input columns and the predicted tag as the last one
 (``conll``), or one JSON line per document with its entities (``jsonl``: character offsets for
 text input, token offsets for column input; a plain tagging model's tokens and tags instead).
 Gold tags are scored as conlleval does, or, for a plain tagging model (POS tags), by token
@@ -59,7 +60,7 @@ from structperc.cli import (
     run_entry_point,
     usage_error,
 )
-from structperc.data.conll import read_conll, read_utf8, write_conll
+from structperc.data.conll import check_encoding, read_conll, read_utf8, write_conll
 from structperc.data.tags import spans
 from structperc.data.text import entity_spans, read_text
 from structperc.distributed import SERIAL, Group, contiguous_shards
@@ -102,6 +103,7 @@ def tag_file(
     n_test: int | None = None,
     constraints: str | None = None,
     tagger: str | Path | None = None,
+    output_encoding: str | None = None,
     group: Group = SERIAL,
 ):
     """Tag ``input_path`` into ``output_path``; returns the scores when gold tags exist (chunk
@@ -112,6 +114,8 @@ def tag_file(
 
     ``tagger``: a tagchunk run folder that fills the POS and chunk columns the model needs and
     the input lacks (a model trained with ``features.tags=auto`` carries its own).
+    ``output_encoding``: the output's (default: the input's, the model's corpus encoding where
+    its column format reads the input; UTF-8 otherwise and for ``jsonl``).
     ``group``: the ranks sharing the work; each tags a consecutive block of the documents and
     rank 0 alone writes (and returns the scores; the others return None).
     ValueError, before anything is read, when ``output_path`` is the input file.
@@ -122,6 +126,8 @@ def tag_file(
             f"{OUTPUT_FORMATS}, got {input_format!r}, {output_format!r}"
         )
     refuse_overwriting_input(input_path, output_path)
+    if output_encoding is not None:
+        output_encoding = check_encoding(output_encoding)
     columns_from = ColumnTagger.load(tagger) if tagger is not None else None
     tagger = Tagger.load(
         model_dir,
@@ -179,11 +185,12 @@ def tag_file(
                     for s, e, t in spans(tags)
                 ]
             lines.append(json.dumps({"source": doc.source, "entities": entities}))
-        write_output_text(output_path, "\n".join(lines) + "\n" if lines else "")
-    elif fmt is not None:
-        fmt.write(output_path, docs, pred)
+        text = "\n".join(lines) + "\n" if lines else ""
+        write_output_text(output_path, text, output_encoding or "utf-8")
+    elif fmt is not None:  # in the corpus's encoding, unless told another
+        replace(fmt, encoding=output_encoding or fmt.encoding).write(output_path, docs, pred)
     else:
-        write_conll(output_path, docs, pred)
+        write_conll(output_path, docs, pred, encoding=output_encoding or "utf-8")
     if score and docs and all(d.tags is not None for d in docs):
         if tagger.plain:
             return token_scores([d.tags for d in docs], pred)
@@ -263,6 +270,7 @@ def tag_main(cfg: DictConfig) -> None:
             n_test=s["n_test"],
             constraints=s["constraints"],
             tagger=s["tagger"],
+            output_encoding=s["output_encoding"],
             group=group,
         )
     except (ValueError, OSError) as err:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hydra_runs import run_main, trained_run
+from hydra_runs import compose_config, run_main, tag_cli, trained_run
 
 from structperc.data.column_corpus import ColumnFormat
 from structperc.data.synthetic import make_corpus
@@ -54,8 +54,7 @@ def overrides(corpus_dir, *more: str) -> list[str]:
         "data.separator=tab",
         "data.encoding=latin-1",
         "data.documents='<doc>'",  # (Hydra's quotes)
-        "data.dev_holdout=4",
-        "features.gazetteer=none",
+        "data.dev_holdout=4",  # no features.gazetteer=none: eng.list is CoNLL-2003's alone
         "trainer.max_epochs=2",
         *more,
     ]
@@ -89,6 +88,24 @@ def test_its_model_tags_a_file_in_the_same_layout_with_no_settings(ner_model, co
     FORMAT.write(bare, [type(d)(d.tokens, d.columns, None, d.sentence_starts) for d in docs])
     (tmp_path / "bare.latin1").write_bytes(bare.read_text().encode("latin-1"))
     assert tag_file(ner_model, tmp_path / "bare.latin1", tmp_path / "bare.out") is None
+
+
+def test_tagging_writes_the_corpus_encoding_unless_told_another(ner_model, tmp_path):
+    """A Latin-1 corpus's model writes Latin-1 (``ñ`` one byte), or ``output_encoding``'s."""
+    source = tmp_path / "in.txt"
+    text = "<doc>\n\nPeña\tNNP\t_\tS-PERS\nvive\tVBZ\t_\tO\n"
+    source.write_bytes(text.encode("latin-1"))
+    tag_file(ner_model, source, tmp_path / "latin1.txt")
+    assert b"Pe\xf1a\tNNP\t_\tS-PERS\t" in (tmp_path / "latin1.txt").read_bytes()
+    done = tag_cli(
+        f"model={ner_model}", f"input={source}", f"output={tmp_path / 'u8.txt'}",
+        "output_encoding=utf-8",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Peña\tNNP" in (tmp_path / "u8.txt").read_text(encoding="utf-8")
+    done = tag_cli(f"model={ner_model}", f"input={source}", "output=-", "output_encoding=ascii")
+    assert done.returncode == 2 and not done.stdout
+    assert "<stdout>:3: 'ñ' cannot be written in ascii" in done.stderr.splitlines()[-1]
 
 
 PROPOSED = ["learner=proposed", "learner.C=10", "learner.n=3", "learner.bpm_runs=0"]
@@ -126,3 +143,57 @@ def test_a_plain_tagging_task_is_scored_by_token_accuracy(corpus_dir, tmp_path, 
     assert set(test["per_label"]) >= {"NNP"} and test["per_label"]["NNP"]["f1"] > 0
     scores = tag_file(tmp_path / "pos", corpus_dir / "test.txt", tmp_path / "out.txt")
     assert isinstance(scores, TokenScores) and scores.accuracy == pytest.approx(test["accuracy"])
+
+
+def test_reranking_runs_on_it(corpus_dir, tmp_path, monkeypatch):
+    """Re-ranking 1 (the margin perceptron's n-best lists, non-local features over the corpus's
+    own types) from the same command line."""
+    small = ["task.epochs=2", "task.n=5", "task.n_test=10", "task.folds=3"]
+    given = [o for o in overrides(corpus_dir, *small) if o != "+experiment=conll03_local"]
+    given += ["+experiment=conll03_rerank1", f"task.lists_dir={tmp_path / 'lists'}"]
+    _, results = run_main(given, corpus_dir, tmp_path / "rerank", monkeypatch)
+    test = results["test"]
+    assert test["f1"] > 30 and set(test["per_type"]) <= set(TYPES.values())
+    assert test["oracle_f1"]["1"] == pytest.approx(test["base_f1"])
+
+
+def test_two_processes_give_the_run_of_one(ner_model, corpus_dir, tmp_path, monkeypatch):
+    """trainer.processes=2 on the corpus: the model file of the one-process run."""
+    given = overrides(corpus_dir, "trainer.processes=2")
+    _, results = run_main(given, corpus_dir, tmp_path / "p2", monkeypatch)
+    one = json.loads((ner_model / "results.json").read_text())
+    assert results["test"]["f1"] == one["test"]["f1"] and results["epochs"] == one["epochs"]
+    saved = (ner_model / "model.safetensors").read_bytes()
+    assert (tmp_path / "p2" / "model.safetensors").read_bytes() == saved
+
+
+@pytest.mark.parametrize(
+    "experiment, columns, expected",
+    [
+        ("conll00_joint", "[token,pos,_,ner]", "a 'pos' column and the label column 'chunk'"),
+        ("conll00_cascade", "[token,chunk,_,_]", "a 'pos' column and the label column 'chunk'"),
+        ("conll00_tagchunk", "[token,pos,chunk,_]", "labels without chunk prefixes"),  # '_'s
+    ],
+)
+def test_the_conll2000_tasks_name_what_they_need(
+    corpus_dir, tmp_path, monkeypatch, experiment, columns, expected
+):
+    """Joint, cascade and tagchunk read CoNLL-2000's POS column and chunk tags: a corpus without
+    them is one error naming what they need."""
+    given = [o for o in overrides(corpus_dir) if o != "+experiment=conll03_local"]
+    given += [f"+experiment={experiment}", f"data.columns={columns}"]
+    with pytest.raises(ValueError, match=f"the {experiment[8:]} task reads .*{expected}"):
+        run_main(given, corpus_dir, tmp_path / "run", monkeypatch)
+
+
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        (["+experiment=conll03_local"], "jackknife"),  # the list is CoNLL-2003's own
+        (["+experiment=conll03_local", "data=columns"], "none"),
+        (["+experiment=conll03_rerank1", "data=columns"], "none"),
+        (["+experiment=conll03_local", "data=columns", "features.gazetteer=naive"], "naive"),
+    ],
+)
+def test_eng_list_is_the_default_of_conll2003_alone(given, expected):
+    assert compose_config(given).features.gazetteer == expected

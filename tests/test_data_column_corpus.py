@@ -207,7 +207,7 @@ FUZZ = settings(
 
 @st.composite
 def corpora(draw):
-    """A column layout, a format and the text of a file in it."""
+    """A column layout, a format (encoding too) and the text of a file in it."""
     others = draw(st.lists(st.sampled_from([*NAMES, "_"]), max_size=3))
     named = [c for c in others if c != "_"]
     if len(set(named)) < len(named):
@@ -217,7 +217,10 @@ def corpora(draw):
     scheme = draw(st.sampled_from(SCHEMES))
     separator = draw(st.sampled_from(["whitespace", "tab"]))
     documents = draw(st.sampled_from(["sentence", "docstart", "<doc>"]))
-    f = ColumnFormat(tuple(layout), scheme=scheme, separator=separator, documents=documents)
+    encoding = draw(st.sampled_from(["utf-8", "latin-1", "utf-16"]))
+    f = ColumnFormat(
+        tuple(layout), scheme=scheme, separator=separator, documents=documents, encoding=encoding
+    )
     types = ["PER", "LOC"] if scheme != "plain" else ["NN", "VB", "DT"]
     docs = []
     for _ in range(draw(st.integers(1, 3))):
@@ -254,13 +257,14 @@ def corpora(draw):
 @given(case=corpora())
 def test_any_column_layout_round_trips_read_write_read(tmp_path, case):
     f, text = case
-    path = put(tmp_path, text, "in.txt")
+    path = put(tmp_path, text.encode(f.encoding), "in.txt")
     docs = f.read(path)
-    f.write(tmp_path / "out.txt", docs)
+    f.write(tmp_path / "out.txt", docs)  # in the format's encoding
     again = f.read(tmp_path / "out.txt")
     assert [replace(d, source="") for d in again] == [replace(d, source="") for d in docs]
     if "_" not in f.columns and f.documents != "docstart":  # the file as it was, to the byte
-        assert (tmp_path / "out.txt").read_text() == text.replace("<doc>\n", "<doc>\n\n")
+        expected = text.replace("<doc>\n", "<doc>\n\n").encode(f.encoding)
+        assert (tmp_path / "out.txt").read_bytes() == expected
 
 
 @pytest.mark.realdata

@@ -9,7 +9,9 @@ import gzip
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
 pytest.importorskip("gensim", reason="pip install 'structperc[wordclasses]'")
 pytest.importorskip("sklearn", reason="pip install 'structperc[wordclasses]'")
@@ -223,6 +225,28 @@ def test_feature_pipeline_has_the_family(text, tmp_path):
         attributes=["w"], bigram_attributes=["wc4"], gazetteer="none", word_classes=cfg
     )
     assert (("wc4", -1), ("wc4", 0)) in pairs.templates
+
+
+def test_template_preset_gives_the_named_attributes_features(text, tmp_path):
+    """``kazama_wordclasses.tpl``: the features and feature ids of Table 1 + word classes."""
+    cfg = {
+        k: list(v) if isinstance(v, tuple) else v
+        for k, v in vars(_settings(text, tmp_path)).items()
+    }
+    docs = _docs()
+    for d in docs:  # the POS and chunk columns Table 1 reads
+        d.columns = {"pos": ["NNP"] * len(d), "chunk": ["B-NP"] * len(d)}
+    named = LocalFeatures(gazetteer="none", min_count=1, word_classes=cfg).fit(docs)
+    preset = LocalFeatures(
+        gazetteer="none", min_count=1, word_classes=cfg, template_file="kazama_wordclasses"
+    ).fit(docs)
+    assert len(preset.templates) == len(named.templates) == 130 + 2 * 5  # wc2, wc4 at 5 offsets
+    assert np.array_equal(named.vocab.keys, preset.vocab.keys)
+    a, b = named.transform(docs, training=True), preset.transform(docs, training=True)
+    assert torch.equal(a.ids, b.ids) and torch.equal(a.offsets, b.offsets)
+    with_classes = LocalFeatures(gazetteer="none", min_count=1, word_classes=cfg)
+    without = LocalFeatures(gazetteer="none", min_count=1).fit(docs)
+    assert with_classes.fit(docs).num_features > without.num_features  # the classes fire
 
 
 def test_feature_cache_key_has_the_classes(text, tmp_path):

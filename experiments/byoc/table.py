@@ -1,5 +1,6 @@
-"""Bring your own corpus: CoNLL-2000 POS tagging as a plain tagging task through ``data=columns``
-beside the tagchunk POS tagger, and the made-up Spanish example, from the runs' own files.
+"""Bring your own corpus: CoNLL-2000 chunking through ``data=columns`` and a template file beside
+the tagchunk chunker, CoNLL-2000 POS tagging as a plain tagging task beside the tagchunk POS
+tagger, and the made-up Spanish example, from the runs' own files.
 
     python experiments/byoc/table.py --readme experiments/byoc/README.md
 """
@@ -18,6 +19,7 @@ import sections  # noqa: E402
 HERE = Path(__file__).resolve().parent
 RUNS = HERE / "runs"
 TAGCHUNK = HERE.parent / "tagchunk" / "runs" / "conll00_tagchunk_compact_edges"
+TAGCHUNK_SP = HERE.parent / "tagchunk" / "runs" / "conll00_tagchunk_sp_edges"
 
 
 def results(run: Path) -> dict:
@@ -27,9 +29,8 @@ def results(run: Path) -> dict:
 def command(run: Path) -> str:
     """The run's command line, from the overrides Hydra recorded (``hydra.run.dir`` added)."""
     overrides = yaml.safe_load((run / ".hydra" / "overrides.yaml").read_text())
-    quoted = [f"'{o}'" if any(c in o for c in "[]<>,") else o for o in overrides]
     where = run.relative_to(HERE.parents[1])
-    return " ".join(["python -m structperc.run", *quoted, f"hydra.run.dir={where}"])
+    return " ".join(["python -m structperc.run", *quoted(overrides), f"hydra.run.dir={where}"])
 
 
 def pos() -> str:
@@ -47,6 +48,38 @@ def pos() -> str:
         f"Command: `{command(RUNS / 'conll2000_pos')}`",
         "",
         f"The tagchunk tagger: `{command(TAGCHUNK)}` (its `pos/` chain).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def chunk() -> str:
+    run = RUNS / "conll2000_chunk"
+    ours = results(run)
+    lines = [
+        "| chunker | trained on POS | dev | epochs | training s | dev F1 | test F1 |",
+        "|---|---|---|---:|---:|---:|---:|",
+        f"| `data=columns` + `chunking.tpl` (`runs/{run.name}`) | the data's | 1,000 training "
+        f"sentences held out (seed 0) | {ours['epochs']} | {ours['train_seconds']:.0f} | "
+        f"{ours['dev']['f1']:.2f} | {ours['test']['f1']:.2f} |",
+    ]
+    for tagchunk, what in ((TAGCHUNK, "its default templates"), (TAGCHUNK_SP, "words and POS")):
+        r = results(tagchunk)
+        lines.append(
+            f"| the tagchunk chunker, {what} (`../tagchunk/runs/{tagchunk.name}/chunk`) | "
+            f"jackknifed (5 folds) | the last 1,000 training sentences | {r['chunk_epochs']} | "
+            f"{r['train_seconds']['chunk']:.0f} | {r['dev']['chunk_f1_gold_pos']:.2f} | "
+            f"{r['test']['chunk_f1_gold_pos']:.2f} |"
+        )
+    types = ", ".join(f"{t} {f:.1f}" for t, f in ours["test"]["per_type"].items())
+    lines += [
+        "",
+        f"Every chunk type ({len(ours['labels'])} labels); test F1 per type: {types}. "
+        f"{ours['num_features']:,} features; the run's job took {ours['job_seconds']:.0f} s.",
+        "",
+        f"Command: `{command(run)}`",
+        "",
+        f"The tagchunk chunkers: `{command(TAGCHUNK)}`, `{command(TAGCHUNK_SP)}` (their "
+        "`chunk/` chains; F1 with the data's POS at dev and test).",
     ]
     return "\n".join(lines) + "\n"
 
@@ -69,6 +102,55 @@ def pos_labels() -> str:
     return "\n".join(lines) + "\n"
 
 
+def quoted(overrides: list[str]) -> list[str]:
+    return [f"'{o}'" if any(c in o for c in "[]<>,${}") else o for o in overrides]
+
+
+def learners() -> str:
+    """The Spanish example through re-ranking, two torchrun ranks and a Hydra sweep."""
+    lines = [
+        "| run | what | ranks | epochs | test F1 |",
+        "|---|---|---:|---:|---:|",
+    ]
+    rerank, ranks = RUNS / "spanish_rerank1", RUNS / "spanish_2ranks"
+    r = results(rerank)
+    lines.append(
+        f"| `runs/{rerank.name}` | re-ranking 1: the margin perceptron's n-best lists (5-fold "
+        f"jackknife), reranked with the non-local features | 1 | {r['epochs']} | "
+        f"{r['test']['f1']:.2f} (first model {r['test']['base_f1']:.2f}) |"
+    )
+    r = results(ranks)
+    lines.append(
+        f"| `runs/{ranks.name}` | the margin perceptron, `distributed=torch` under torchrun | "
+        f"{r['world_size']} | {r['epochs']} | {r['test']['f1']:.2f} |"
+    )
+    sweep = RUNS / "spanish_sweep"
+    for job in sorted(p for p in sweep.iterdir() if p.is_dir()):
+        r = results(job)
+        job_overrides = yaml.safe_load((job / ".hydra" / "overrides.yaml").read_text())
+        learner = next(o for o in job_overrides if o.startswith("learner="))
+        lines.append(
+            f"| `runs/{sweep.name}/{job.name}` | sweep job {job.name}: `{learner}` | "
+            f"{r['world_size']} | {r['epochs']} | {r['test']['f1']:.2f} |"
+        )
+    overrides = yaml.safe_load((sweep / "multirun.yaml").read_text())["hydra"]["overrides"]
+    hydra = [o for o in overrides["hydra"] if o != "hydra.mode=MULTIRUN"]
+    torchrun = command(ranks).replace(
+        "python -m structperc.run", "torchrun --standalone --nproc-per-node=2 -m structperc.run"
+    )
+    lines += [
+        "",
+        f"Re-ranking: `{command(rerank)}`",
+        "",
+        f"Two ranks: `{torchrun}`",
+        "",
+        "The sweep: `python -m structperc.run -m "
+        + " ".join(quoted([*overrides["task"], *hydra]))
+        + "`",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def example() -> str:
     run = RUNS / "spanish_example"
     r = results(run)
@@ -83,4 +165,13 @@ def example() -> str:
 
 
 if __name__ == "__main__":
-    sections.main(__doc__, {"pos": pos, "pos_labels": pos_labels, "example": example})
+    sections.main(
+        __doc__,
+        {
+            "chunk": chunk,
+            "pos": pos,
+            "pos_labels": pos_labels,
+            "example": example,
+            "learners": learners,
+        },
+    )

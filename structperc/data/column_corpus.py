@@ -124,7 +124,8 @@ class ColumnFormat:
         predictions: Sequence[Sequence[str]] | None = None,
     ) -> None:
         """``docs`` in this layout (skipped columns as ``_``), their tags and ``predictions``
-        (IOB2) written back in the corpus's scheme, the prediction as a last column."""
+        (IOB2) written back in the corpus's scheme and encoding, the prediction as a last
+        column."""
         scheme = self.scheme if self.scheme != AUTO else "iob2"
         back = [replace(d) for d in docs]
         for d in back:
@@ -146,6 +147,7 @@ class ColumnFormat:
             label=self.label,
             separator="\t" if self.separator == "tab" else " ",
             boundary=self.boundary or DOCSTART,
+            encoding=self.encoding,
         )
 
     def to_json(self) -> dict:

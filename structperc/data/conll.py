@@ -602,8 +602,10 @@ def write_conll(
     label: str | None = None,
     separator: str = " ",
     boundary: str = DOCSTART,
+    encoding: str = "utf-8",
 ) -> None:
-    """Write documents in their columns, plus the predicted tags as a last column.
+    """Write documents in their columns, plus the predicted tags as a last column, in
+    ``encoding`` (a character it cannot write: ValueError naming the file and line).
 
     Each token line is: token, the other input columns, the gold tag when the document has
     tags, the prediction when ``predictions`` is given (one tag list per document); with a
@@ -638,4 +640,4 @@ def write_conll(
         for a, b in zip(bounds, bounds[1:], strict=False):
             if b > a:
                 chunks.append("".join(separator.join(row) + "\n" for row in rows[a:b]) + "\n")
-    write_output_text(path, "".join(chunks))  # "-": standard output
+    write_output_text(path, "".join(chunks), encoding)  # "-": standard output

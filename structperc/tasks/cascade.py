@@ -32,7 +32,7 @@ from structperc.features.templates import Template
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.tasks.inputs import corpus_with_test
+from structperc.tasks.inputs import chunking_corpus
 from structperc.tasks.pos_np import log_test, paper_name, scores, write_predictions
 from structperc.tasks.registry import task
 from structperc.tasks.report import timed
@@ -79,7 +79,7 @@ def cascade_settings(config) -> CascadeSettings:
     """The cascade run of the composed ``config`` (``run.ComposedConfig``)."""
     cfg = config.cfg
     return CascadeSettings(
-        corpus=corpus_with_test(config),
+        corpus=chunking_corpus(config),
         learner=config.make(cfg.learner),
         fit=config.fit_settings(),
         min_count=int(cfg.features.get("min_count", 1)),

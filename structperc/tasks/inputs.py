@@ -65,11 +65,26 @@ def load_data(config) -> dict[str, list[Document]]:
     return load_columns(config)[0]
 
 
-def corpus_with_test(config) -> dict[str, list[Document]]:
-    """``load_data``, which must have a test split (the tasks that test on it)."""
-    corpus = load_data(config)
+def chunking_corpus(config) -> dict[str, list[Document]]:
+    """The splits, which must include test, of a corpus for the tasks built on CoNLL-2000 (joint,
+    cascade, tagchunk): they read a ``pos`` column and chunk tags as the label.  Any other
+    corpus is one ValueError naming what they need and what the corpus has (before a file is
+    read where the columns say it)."""
+    cfg, fmt = config.cfg, column_corpus(config).format
+    if "pos" not in fmt.columns or fmt.label != "chunk":
+        raise ValueError(
+            f"the {cfg.task.name} task reads CoNLL-2000-style chunking data: a 'pos' column and "
+            f"the label column 'chunk', but data {cfg.data.name!r} has columns "
+            f"{list(fmt.columns)} with label {fmt.label!r} (data=conll2000, or name the "
+            "columns so: 'data.columns=[token,pos,chunk]')"
+        )
+    corpus, told = load_columns(config)
+    if told.scheme == "plain":
+        raise ValueError(
+            f"the {cfg.task.name} task reads chunk tags (B-NP, I-VP ...), but the 'chunk' "
+            f"column of data {cfg.data.name!r} has labels without chunk prefixes"
+        )
     if "test" not in corpus:
-        cfg = config.cfg
         raise ValueError(f"{cfg.data.name} has no test split; the {cfg.task.name} task tests on it")
     return corpus
 

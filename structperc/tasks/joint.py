@@ -29,7 +29,7 @@ from structperc.features.part_features import PartFeatures
 from structperc.model.label_chunk_weights import LabelChunkWeights
 from structperc.model.updates import Updater
 from structperc.structures.label_chunk import LabelChunkStructure, PartData
-from structperc.tasks.inputs import corpus_with_test
+from structperc.tasks.inputs import chunking_corpus
 from structperc.tasks.pos_np import log_test, paper_name, scores, write_predictions
 from structperc.tasks.registry import task
 from structperc.tasks.report import timed
@@ -55,7 +55,7 @@ class JointSettings(ModelSettings):
 def joint_settings(config) -> JointSettings:
     """The joint run of the composed ``config`` (``run.ComposedConfig``)."""
     cfg = config.cfg
-    corpus = corpus_with_test(config)
+    corpus = chunking_corpus(config)
     t = cfg.trainer
     return JointSettings(
         corpus=corpus,

@@ -47,7 +47,7 @@ from structperc.eval.chunks import evaluate
 from structperc.features.cache import cache_key, feature_cache_key
 from structperc.features.pipeline import LocalFeatures
 from structperc.io import atomic_write_json, read_json
-from structperc.tasks.inputs import corpus_with_test, data_files, extraction_settings
+from structperc.tasks.inputs import chunking_corpus, data_files, extraction_settings
 from structperc.tasks.labeler import LabelerSettings, train_labeler
 from structperc.tasks.loading import ColumnTagger, load_tagger, predict_labels
 from structperc.tasks.registry import task
@@ -218,7 +218,7 @@ def tagchunk_settings(config) -> TagchunkSettings:
     no gazetteer, and the chunker's ``task.chunk_edges``; the cache keys of both parts and of
     the jackknifed POS column."""
     cfg = config.cfg
-    corpus = corpus_with_test(config)
+    corpus = chunking_corpus(config)
     task, keys, built = cfg.task, {}, {}
     files = data_files(config, corpus)
     for part in ("pos", "chunk"):
