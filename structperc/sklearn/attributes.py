@@ -1,0 +1,173 @@
+"""Token features as python-crfsuite reads them, and their dictionary of attributes.
+
+python-crfsuite (``ItemSequence``; Okazaki's CRFsuite underneath) takes one item per token,
+either a list of attribute names (each with value 1.0) or a dict, read key by key:
+
+    {"k": "v"}            the attribute "k:v" with value 1.0 (the key and value joined by ":")
+    {"k": 2.5}            the attribute "k" with value 2.5 (an int the same; True 1.0, False 0.0)
+    {"k": {...}}          the nested dict's attributes, each name prefixed with "k:"
+    {"k": [...]}, set     the list's (or set's) names, each prefixed with "k:", value 1.0
+
+An attribute named twice in one item counts twice (CRFsuite sums what the item lists).  A token's
+score for label y is sum_a value_a * w[a, y]: the values are EmbeddingBag's per-sample weights.
+Attributes unseen in training do not fire at prediction time.
+
+``AttributeDictionary`` numbers the attribute names of the training items in the order they
+first appear (CRFsuite's dictionary order), keeping those seen more than ``min_freq`` times, and
+turns item sequences into structperc's CSR ``FeatureMatrix`` (an attribute with value 0 adds
+nothing to any score or gradient and is left out of the rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from structperc.features.extract import FeatureMatrix
+
+SEPARATOR = ":"  # python-crfsuite's joiner of a key and its string value or nested names
+
+
+class FeatureFormatError(ValueError):
+    """An item that python-crfsuite's format does not allow (the message names where)."""
+
+
+def item_attributes(item, where: str = "item") -> tuple[list[str], list[float]]:
+    """(names, values) of one token's item, in python-crfsuite's order (module docstring)."""
+    names: list[str] = []
+    values: list[float] = []
+    if isinstance(item, dict):
+        _dict_attributes(item, "", names, values, where)
+    elif isinstance(item, (list, tuple, set, frozenset)):
+        for name in item:
+            names.append(_name(name, where))
+            values.append(1.0)
+    else:
+        raise FeatureFormatError(
+            f"{where}: a token's features must be a dict or a list of strings, "
+            f"got {type(item).__name__}"
+        )
+    return names, values
+
+
+def _dict_attributes(item: dict, prefix: str, names: list, values: list, where: str) -> None:
+    for key, value in item.items():
+        name = prefix + _name(key, where)
+        kind = type(value)
+        if kind is str:  # the common cases first
+            names.append(name + SEPARATOR + value)
+            values.append(1.0)
+        elif kind is bool or kind is float or kind is int:
+            names.append(name)
+            values.append(float(value))
+        elif isinstance(value, dict):
+            _dict_attributes(value, name + SEPARATOR, names, values, where)
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            for member in value:
+                names.append(name + SEPARATOR + _name(member, f"{where}, key {name!r}"))
+                values.append(1.0)
+        elif isinstance(value, str):
+            names.append(name + SEPARATOR + str(value))
+            values.append(1.0)
+        elif isinstance(value, bytes):
+            names.append(name + SEPARATOR + value.decode("utf-8"))
+            values.append(1.0)
+        else:
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise FeatureFormatError(
+                    f"{where}: feature {name!r} has a value of type {type(value).__name__}; "
+                    "expected a str, bool, number, dict, list or set"
+                ) from None
+            names.append(name)
+            values.append(number)
+
+
+def _name(key, where: str) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bytes):
+        return key.decode("utf-8")
+    raise FeatureFormatError(
+        f"{where}: a feature name must be a str, got {type(key).__name__} {key!r}"
+    )
+
+
+def sequence_attributes(
+    xseq: Sequence, where: str
+) -> tuple[list[str], list[float], list[int]]:
+    """The attributes of every token of one sequence: (names, values, count per token)."""
+    names: list[str] = []
+    values: list[float] = []
+    counts: list[int] = []
+    for t, item in enumerate(xseq):
+        n, v = item_attributes(item, f"{where}[{t}]")
+        names += n
+        values += v
+        counts.append(len(n))
+    return names, values, counts
+
+
+class AttributeDictionary:
+    """Attribute names -> ids, frozen on the training items (module docstring).
+
+    names: the kept names, id = position (first appearance in training).
+    """
+
+    def __init__(self, names: list[str] | None = None):
+        self.names: list[str] = list(names or [])
+        self.index: dict[str, int] = {n: i for i, n in enumerate(self.names)}
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @classmethod
+    def fit(cls, X: Sequence[Sequence], min_freq: float = 0.0) -> AttributeDictionary:
+        """The attributes of the items of ``X`` seen more than ``min_freq`` times."""
+        counts: dict[str, int] = {}
+        for s, xseq in enumerate(X):
+            names, _, _ = sequence_attributes(xseq, f"X[{s}]")
+            for name in names:
+                counts[name] = counts.get(name, 0) + 1
+        return cls([n for n, c in counts.items() if c > min_freq])
+
+    def transform(
+        self, X: Sequence[Sequence], name: str = "X"
+    ) -> tuple[FeatureMatrix, torch.Tensor | None]:
+        """CSR features of the sequences of ``X`` (ids [nnz] int32, offsets [N + 1], the
+        sequences as documents) and their values [nnz] float32 where some value is not 1
+        (else None: the binary path)."""
+        index = self.index
+        ids: list[int] = []
+        values: list[float] = []
+        per_token: list[int] = []
+        doc_lengths: list[int] = []
+        for s, xseq in enumerate(X):
+            names, vals, counts = sequence_attributes(xseq, f"{name}[{s}]")
+            start = 0
+            for count in counts:
+                kept = 0
+                for j in range(start, start + count):
+                    i = index.get(names[j], -1)
+                    if i >= 0 and vals[j] != 0.0:
+                        ids.append(i)
+                        values.append(vals[j])
+                        kept += 1
+                per_token.append(kept)
+                start += count
+            doc_lengths.append(len(counts))
+        offsets = np.zeros(len(per_token) + 1, dtype=np.int64)
+        np.cumsum(per_token, out=offsets[1:])
+        doc_offsets = np.zeros(len(doc_lengths) + 1, dtype=np.int64)
+        np.cumsum(doc_lengths, out=doc_offsets[1:])
+        value_array = np.asarray(values, dtype=np.float32)
+        binary = bool(np.all(value_array == 1.0))
+        features = FeatureMatrix(
+            torch.from_numpy(np.asarray(ids, dtype=np.int32)),
+            torch.from_numpy(offsets),
+            torch.from_numpy(doc_offsets),
+        )
+        return features, None if binary else torch.from_numpy(value_array)
