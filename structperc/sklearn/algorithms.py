@@ -74,6 +74,9 @@ def crf_settings(optimizer: str) -> Callable[[dict], dict]:
             "patience": p["period"],
             "history": p["num_memories"],
             "max_iterations": p["max_iterations"],
+            # short sequences (sentences): the forward algorithm over packed rows is ~1.7x
+            # faster a CoNLL-2003 iteration than the tree scan that "auto" takes here
+            "scan": "sequential" if optimizer == "lbfgs" and p["device"] == "cpu" else "auto",
             "support": "observed"
             if optimizer == "lbfgs" and not p["all_possible_states"]
             else "all",
@@ -129,6 +132,7 @@ def resolved(params: dict) -> dict:
         raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}, got {name!r}")
     out = {k: (CRFSUITE_DEFAULTS[k] if params.get(k) is None else params[k]) for k in CRFSUITE_DEFAULTS}
     out["algorithm"] = name
+    out["device"] = str(params.get("device") or "cpu")
     limit = params.get("max_iterations")
     out["max_iterations"] = ALGORITHMS[name].max_iterations if limit is None else int(limit)
     if out["c1"] > 0 and name != "lbfgs":

@@ -127,12 +127,25 @@ class AttributeDictionary:
     @classmethod
     def fit(cls, X: Sequence[Sequence], min_freq: float = 0.0) -> AttributeDictionary:
         """The attributes of the items of ``X`` seen more than ``min_freq`` times."""
-        counts: dict[str, int] = {}
+        return cls.fit_transform(X, min_freq)[0]
+
+    @classmethod
+    def fit_transform(
+        cls, X: Sequence[Sequence], min_freq: float = 0.0, name: str = "X"
+    ) -> tuple[AttributeDictionary, FeatureMatrix, torch.Tensor | None]:
+        """``fit`` and ``transform`` of the training items in one reading of them."""
+        index: dict[str, int] = {}
+        found = Occurrences()
         for s, xseq in enumerate(X):
-            names, _, _ = sequence_attributes(xseq, f"X[{s}]")
-            for name in names:
-                counts[name] = counts.get(name, 0) + 1
-        return cls([n for n, c in counts.items() if c > min_freq])
+            names, values, counts = sequence_attributes(xseq, f"{name}[{s}]")
+            add = index.setdefault
+            found.add([add(n, len(index)) for n in names], values, counts)
+        ids = found.id_array()
+        seen = np.bincount(ids, minlength=len(index))  # [A] occurrences of each name
+        keep = seen > min_freq
+        new_id = np.cumsum(keep) - 1  # [A] id among the kept names
+        dictionary = cls([n for n, k in zip(index, keep.tolist(), strict=True) if k])
+        return (dictionary, *found.csr(np.where(keep[ids], new_id[ids], -1)))
 
     def transform(
         self, X: Sequence[Sequence], name: str = "X"
@@ -140,34 +153,47 @@ class AttributeDictionary:
         """CSR features of the sequences of ``X`` (ids [nnz] int32, offsets [N + 1], the
         sequences as documents) and their values [nnz] float32 where some value is not 1
         (else None: the binary path)."""
-        index = self.index
-        ids: list[int] = []
-        values: list[float] = []
-        per_token: list[int] = []
-        doc_lengths: list[int] = []
+        get = self.index.get
+        found = Occurrences()
         for s, xseq in enumerate(X):
-            names, vals, counts = sequence_attributes(xseq, f"{name}[{s}]")
-            start = 0
-            for count in counts:
-                kept = 0
-                for j in range(start, start + count):
-                    i = index.get(names[j], -1)
-                    if i >= 0 and vals[j] != 0.0:
-                        ids.append(i)
-                        values.append(vals[j])
-                        kept += 1
-                per_token.append(kept)
-                start += count
-            doc_lengths.append(len(counts))
-        offsets = np.zeros(len(per_token) + 1, dtype=np.int64)
-        np.cumsum(per_token, out=offsets[1:])
-        doc_offsets = np.zeros(len(doc_lengths) + 1, dtype=np.int64)
-        np.cumsum(doc_lengths, out=doc_offsets[1:])
-        value_array = np.asarray(values, dtype=np.float32)
-        binary = bool(np.all(value_array == 1.0))
+            names, values, counts = sequence_attributes(xseq, f"{name}[{s}]")
+            found.add([get(n, -1) for n in names], values, counts)
+        return found.csr(found.id_array())
+
+
+class Occurrences:
+    """The attribute occurrences of a set of sequences as they are read: ids, values, how many
+    per token, tokens per sequence."""
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.values: list[float] = []
+        self.per_token: list[int] = []
+        self.lengths: list[int] = []
+
+    def add(self, ids: list[int], values: list[float], counts: list[int]) -> None:
+        self.ids += ids
+        self.values += values
+        self.per_token += counts
+        self.lengths.append(len(counts))
+
+    def id_array(self) -> np.ndarray:
+        return np.asarray(self.ids, dtype=np.int64)
+
+    def csr(self, ids: np.ndarray) -> tuple[FeatureMatrix, torch.Tensor | None]:
+        """The CSR matrix of the occurrences with ``ids`` [M] (-1: left out), those of value 0
+        left out too; and the values, None when all are 1."""
+        values = np.asarray(self.values, dtype=np.float32)  # [M]
+        fires = (ids >= 0) & (values != 0.0)
+        token = np.repeat(np.arange(len(self.per_token)), self.per_token)  # [M]
+        offsets = np.zeros(len(self.per_token) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(token[fires], minlength=len(self.per_token)), out=offsets[1:])
+        doc_offsets = np.zeros(len(self.lengths) + 1, dtype=np.int64)
+        np.cumsum(self.lengths, out=doc_offsets[1:])
+        kept = values[fires]
         features = FeatureMatrix(
-            torch.from_numpy(np.asarray(ids, dtype=np.int32)),
+            torch.from_numpy(ids[fires].astype(np.int32)),
             torch.from_numpy(offsets),
             torch.from_numpy(doc_offsets),
         )
-        return features, None if binary else torch.from_numpy(value_array)
+        return features, None if bool(np.all(kept == 1.0)) else torch.from_numpy(kept)

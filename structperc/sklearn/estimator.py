@@ -132,9 +132,9 @@ class CRF(BaseEstimator):
         params = resolved(self.get_params())
         learner = make_learner(params)
         self._check_constraints()
-        attributes = AttributeDictionary.fit(X, params["min_freq"])
+        attributes, features, values = AttributeDictionary.fit_transform(X, params["min_freq"])
         labels = first_seen_labels(y)
-        data = self._chain_data(X, attributes, "X", labels, y)
+        data = chain_data(features, values, "X", labels, y)
         dev = None
         if X_dev is not None:
             check_lengths(X_dev, y_dev, "X_dev", "y_dev")
@@ -161,19 +161,7 @@ class CRF(BaseEstimator):
         return self
 
     def _chain_data(self, X, attributes, name, labels=None, y=None) -> ChainData:
-        features, values = attributes.transform(X, name)
-        if values is not None:
-            i = int(torch.nonzero(values != 1.0)[0])
-            raise ValueError(
-                f"{name}: an attribute with the value {float(values[i])} (the "
-                f"{i + 1}-th attribute occurrence); this version trains and predicts with "
-                "attribute values 0 and 1 only (booleans, strings, names)"
-            )
-        gold = None
-        if y is not None:
-            index = {label: i for i, label in enumerate(labels)}
-            gold = torch.tensor([index.get(t, -1) for yseq in y for t in yseq], dtype=torch.long)
-        return ChainData(features, gold)
+        return chain_data(*attributes.transform(X, name), name, labels, y)
 
     def _check_constraints(self) -> None:
         if (self.constraints or "none") not in CONSTRAINTS:
@@ -296,6 +284,23 @@ class CRF(BaseEstimator):
         self.__dict__.update(state)
         self._model = None if stored is None else FittedModel.from_bytes(*stored)
         self._structure = None
+
+
+def chain_data(features, values, name: str, labels=None, y=None) -> ChainData:
+    """The sequences as the chain reads them (gold label ids from ``y`` where given; a label
+    not among ``labels`` gets -1, never right)."""
+    if values is not None:
+        i = int(torch.nonzero(values != 1.0)[0])
+        raise ValueError(
+            f"{name}: an attribute with the value {float(values[i])} (the "
+            f"{i + 1}-th attribute occurrence); this version trains and predicts with "
+            "attribute values 0 and 1 only (booleans, strings, names)"
+        )
+    gold = None
+    if y is not None:
+        index = {label: i for i, label in enumerate(labels)}
+        gold = torch.tensor([index.get(t, -1) for yseq in y for t in yseq], dtype=torch.long)
+    return ChainData(features, gold)
 
 
 def check_lengths(X, y, x_name: str, y_name: str) -> None:
