@@ -59,7 +59,7 @@ def item(words: list[str], t: int) -> dict:
     return out
 
 
-# -- python-crfsuite's feature format -------------------------------------------------------------
+# -- python-crfsuite's feature format --------------------------------------------------------------
 def test_item_attributes_are_python_crfsuites():
     items = [
         {"a": False, "b": "x", "c": {"d": 1, "e": "z", "f": {"g": 2.5}}, "n": 3, "t": True},
@@ -115,7 +115,7 @@ def test_mismatched_labels_are_named():
         CRF().fit(X, y)
 
 
-# -- the estimator against brute force --------------------------------------------------------------
+# -- the estimator against brute force -------------------------------------------------------------
 def labeling_score(crf: CRF, xseq: list, labels: tuple[str, ...]) -> float:
     """s(x, y) from the fitted attributes alone (the public dicts), token by token."""
     state, transition = crf.state_features_, crf.transition_features_
@@ -166,8 +166,12 @@ def test_fit_learns_the_toy_task_and_reports(fitted):
     assert crf.classes_[0] == y[0][0]  # the order labels first appear in
     assert crf.size_ > 0 and crf.training_log_.iterations[-1]["num"] <= 30
     # CRFsuite's model: only (attribute, label) pairs seen in training carry weight
-    seen = {(n, lab) for xs, ys in zip(X, y, strict=True) for tok, lab in zip(xs, ys) for n in
-            item_attributes(tok)[0]}
+    seen = {
+        (name, label)
+        for xs, ys in zip(X, y, strict=True)
+        for token, label in zip(xs, ys, strict=True)
+        for name in item_attributes(token)[0]
+    }
     assert set(crf.state_features_) <= seen
     predicted = crf.predict(X[:3])
     assert predicted.dtype == object and list(predicted[0]) == y[0]
@@ -185,7 +189,7 @@ def test_constraints_give_iob2_valid_output(fitted):
     def valid(path):
         return all(
             not (cur.startswith("I-") and prev[2:] != cur[2:])
-            for prev, cur in zip(["O", *path], path)
+            for prev, cur in zip(["O", *path], path, strict=False)
         )
 
     assert not all(valid(p) for p in outputs[None])
@@ -201,7 +205,7 @@ def test_dev_accuracy_is_logged_each_iteration():
         CRF().fit(X, y, X_dev=X)
 
 
-# -- scikit-learn ---------------------------------------------------------------------------------------
+# -- scikit-learn ----------------------------------------------------------------------------------
 def test_grid_search_and_cross_validation_run():
     X, y = toy_corpus(24)
     scorer = make_scorer(metrics.flat_f1_score, average="weighted")
@@ -236,10 +240,10 @@ def test_a_pickled_estimator_loads_in_a_fresh_process(fitted, tmp_path):
     unfitted = pickle.loads(pickle.dumps(CRF(c2=0.3)))
     assert unfitted.c2 == 0.3
     with pytest.raises(AttributeError, match="not fitted yet"):
-        unfitted.classes_
+        _ = unfitted.classes_
 
 
-# -- several processes -------------------------------------------------------------------------------
+# -- several processes -----------------------------------------------------------------------------
 def test_two_processes_train_the_crf_of_one():
     X, y = toy_corpus(30, seed=4)
     one = CRF(c2=0.1, max_iterations=10).fit(X, y)
@@ -255,7 +259,7 @@ def test_two_processes_train_the_crf_of_one():
     assert torch.equal(ap.model_.node, again.model_.node)
 
 
-# -- metrics --------------------------------------------------------------------------------------------
+# -- metrics ---------------------------------------------------------------------------------------
 def test_metrics_agree_with_sklearn_crfsuites():
     sk_metrics = pytest.importorskip("sklearn_crfsuite.metrics")
     y_true = [["B-PER", "I-PER", "O"], ["O", "B-LOC"], ["B-LOC"]]
@@ -273,7 +277,7 @@ def test_metrics_agree_with_sklearn_crfsuites():
     assert metrics.entity_f1_score(y_true, y_pred) == pytest.approx(1 / 3)  # LOC right of 3 and 3
 
 
-# -- CRFsuite's algorithm names -----------------------------------------------------------------------
+# -- CRFsuite's algorithm names --------------------------------------------------------------------
 def test_the_algorithm_table_sets_the_learners():
     crf = make_learner(resolved({"algorithm": "lbfgs", "c2": 0.25, "max_iterations": 50}))
     assert isinstance(crf, CRFLearner)

@@ -8,7 +8,7 @@ tables as safetensors and JSON), ``training.py`` and ``parallel.py`` (one proces
 ``metrics.py`` (sklearn-crfsuite's metrics).
 """
 
-from structperc.sklearn import metrics
+from structperc.sklearn import metrics, scorers
 from structperc.sklearn.estimator import CRF
 
-__all__ = ["CRF", "metrics"]
+__all__ = ["CRF", "metrics", "scorers"]

@@ -24,8 +24,8 @@ L-BFGS); the transition matrix is always whole (``all_possible_transitions`` cha
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from structperc.learn.base import Learner
@@ -130,7 +130,7 @@ def resolved(params: dict) -> dict:
     name = params.get("algorithm") or "lbfgs"
     if name not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}, got {name!r}")
-    out = {k: (CRFSUITE_DEFAULTS[k] if params.get(k) is None else params[k]) for k in CRFSUITE_DEFAULTS}
+    out = {k: params[k] if params.get(k) is not None else v for k, v in CRFSUITE_DEFAULTS.items()}
     out["algorithm"] = name
     out["device"] = str(params.get("device") or "cpu")
     limit = params.get("max_iterations")

@@ -96,9 +96,7 @@ def _name(key, where: str) -> str:
     )
 
 
-def sequence_attributes(
-    xseq: Sequence, where: str
-) -> tuple[list[str], list[float], list[int]]:
+def sequence_attributes(xseq: Sequence, where: str) -> tuple[list[str], list[float], list[int]]:
     """The attributes of every token of one sequence: (names, values, count per token)."""
     names: list[str] = []
     values: list[float] = []

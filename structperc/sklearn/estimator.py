@@ -29,7 +29,13 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator
+
+try:
+    from sklearn.base import BaseEstimator
+except ImportError as error:  # pragma: no cover - the extra is missing
+    raise ImportError(
+        "structperc.sklearn needs scikit-learn: pip install 'structperc[sklearn]'"
+    ) from error
 
 from structperc.decode.marginals import node_marginals
 from structperc.learn.fitting import FitSettings
