@@ -30,6 +30,10 @@ Sections, in order (each a module beside this file, its workers in fresh process
 8. ``scoring`` (``scoring_bench.py``): conlleval F1 of CoNLL-2003 train (and four copies of it)
    by our scorer, in memory and from the written file, against seqeval (and conlleval.pl where
    ``STRUCTPERC_CONLLEVAL`` names it).
+9. ``sklearn`` (``sklearn_bench.py``): sklearn-crfsuite's tutorial pipeline through
+   ``sklearn_crfsuite.CRF`` and ``structperc.sklearn.CRF`` (lbfgs, l2sgd, ap, and pa, arow
+   where structperc has them): fit seconds with 1 and 2 processes, entity F1, predict and
+   predict_marginals throughput, non-zero weights.
 
 Every timing is set beside a peer measured in the same script where one exists (CRFsuite), as
 a ratio of medians over repeats.  The settings (``DEFAULTS`` of each section) are sized for about
@@ -64,6 +68,7 @@ import pos_bench
 import proposed_bench
 import rerank_bench
 import scoring_bench
+import sklearn_bench
 from common import HERE, base_config, chosen, corpus_info, load_corpus, log, public_config
 from common import machine_info as _machine_info
 from render import page
@@ -77,6 +82,7 @@ SECTIONS = {
     "rerank": rerank_bench,
     "pos": pos_bench,
     "scoring": scoring_bench,
+    "sklearn": sklearn_bench,
 }
 NEEDS_SHARED_MODEL = ("crf", "nbest", "proposed", "rerank")
 SCHEMA = 2

@@ -57,12 +57,15 @@ class Algorithm:
     cls:            the learner's class there (None: the one ``Learner`` subclass it defines).
     settings:       the learner's keyword arguments from the resolved parameters.
     max_iterations: CRFsuite's default limit on iterations (epochs for the online learners).
+    parallel:       whether it trains over several processes (``n_jobs``): not SGD, whose
+                    updates are online within an epoch.
     """
 
     module: str
     cls: str | None
     settings: Callable[[dict], dict]
     max_iterations: int
+    parallel: bool = True
 
 
 def crf_settings(optimizer: str) -> Callable[[dict], dict]:
@@ -90,7 +93,7 @@ def crf_settings(optimizer: str) -> Callable[[dict], dict]:
 
 ALGORITHMS: dict[str, Algorithm] = {
     "lbfgs": Algorithm("structperc.crf.learner", "CRF", crf_settings("lbfgs"), 1000),
-    "l2sgd": Algorithm("structperc.crf.learner", "CRF", crf_settings("sgd"), 1000),
+    "l2sgd": Algorithm("structperc.crf.learner", "CRF", crf_settings("sgd"), 1000, parallel=False),
     "ap": Algorithm("structperc.learn.perceptron", "Perceptron", lambda p: {"average": True}, 100),
     "pa": Algorithm(
         "structperc.learn.passive_aggressive",

@@ -41,7 +41,7 @@ from structperc.decode.marginals import node_marginals
 from structperc.learn.fitting import FitSettings
 from structperc.model.batch import make_batch
 from structperc.model.weights import ChainWeights
-from structperc.sklearn.algorithms import make_learner, resolved
+from structperc.sklearn.algorithms import ALGORITHMS, make_learner, resolved
 from structperc.sklearn.attributes import AttributeDictionary
 from structperc.sklearn.model import FittedModel
 from structperc.sklearn.parallel import train_parallel, usable_jobs
@@ -156,6 +156,11 @@ class CRF(BaseEstimator):
             progress=bool(self.verbose),
         )
         world = usable_jobs(self.n_jobs)
+        if world > 1 and not ALGORITHMS[params["algorithm"]].parallel:
+            raise ValueError(
+                f"algorithm={params['algorithm']!r} trains in one process (its updates are "
+                f"online); use n_jobs=1, not {self.n_jobs}"
+            )
         if world > 1:
             log = train_parallel(world, learner, weights, data, settings, dev)
         else:
