@@ -52,6 +52,7 @@ def toy_corpus(n: int = 40, seed: int = 0) -> tuple[list, list]:
 
 def item(words: list[str], t: int) -> dict:
     out = {"bias": 1.0, "w": words[t].lower(), "title": words[t].istitle()}
+    out["length"] = len(words[t]) / 4.0  # a real value
     if t:
         out["-1"] = {"w": words[t - 1].lower()}
     else:
@@ -101,11 +102,32 @@ def test_dictionary_order_cutoff_and_unseen_attributes():
     assert new.ids.tolist() == [1] and new.doc_offsets.tolist() == [0, 1]
 
 
-def test_real_values_are_refused_with_a_clear_error():
-    X, y = toy_corpus(6)
-    X[2][0]["weight"] = 2.5
-    with pytest.raises(ValueError, match="X: an attribute with the value 2.5"):
-        CRF(max_iterations=2).fit(X, y)
+@pytest.mark.parametrize("algorithm", ["lbfgs", "l2sgd", "ap", "mmvp"])
+def test_a_value_trains_as_its_name_repeated(algorithm):
+    """{"x": 3.0} scores and trains as the name listed three times (CRFsuite sums an item's
+    attributes): the per-sample weights against the binary path."""
+    rng = random.Random(5)
+    valued, repeated, y = [], [], []
+    for _ in range(20):
+        words = [rng.choice(["a", "b", "c"]) for _ in range(rng.randint(1, 5))]
+        counts = [{"a": 3, "b": 1, "c": 2}[w] for w in words]
+        valued.append([{"w": w, "x": float(k)} for w, k in zip(words, counts, strict=True)])
+        repeated.append([["w:" + w] + ["x"] * k for w, k in zip(words, counts, strict=True)])
+        y.append(
+            ["P" if w == "a" or (t and words[t - 1] == "c") else "N" for t, w in enumerate(words)]
+        )
+    settings = {"algorithm": algorithm, "max_iterations": 5, "all_possible_states": True}
+    a = CRF(**settings).fit(valued, y)
+    b = CRF(**settings).fit(repeated, y)
+    assert a.attributes_ == b.attributes_
+    assert torch.allclose(a.model_.node, b.model_.node, atol=1e-5)
+    assert torch.allclose(a.model_.edge, b.model_.edge, atol=1e-5)
+    assert float(a.model_.node.abs().sum()) > 0
+    marginals_a = a.predict_marginals(valued)
+    marginals_b = b.predict_marginals(repeated)
+    for ma, mb in zip(marginals_a, marginals_b, strict=True):
+        for ta, tb in zip(ma, mb, strict=True):
+            assert ta == pytest.approx(tb, abs=1e-5)
 
 
 def test_mismatched_labels_are_named():

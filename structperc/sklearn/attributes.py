@@ -96,16 +96,38 @@ def _name(key, where: str) -> str:
     )
 
 
-def sequence_attributes(xseq: Sequence, where: str) -> tuple[list[str], list[float], list[int]]:
-    """The attributes of every token of one sequence: (names, values, count per token)."""
+def sequence_attributes(xseq: Sequence, where: str) -> tuple[list[str], list, list[int]]:
+    """The attributes of every token of one sequence: (names, values, count per token).
+
+    The values are python-crfsuite's numbers (a bool stands for 1.0 or 0.0).  A flat dict of
+    str keys with str, bool or number values, the common item, is read inline (this loop is
+    most of ``fit``'s time before training starts); anything else goes through
+    ``item_attributes``.
+    """
     names: list[str] = []
-    values: list[float] = []
+    values: list = []
     counts: list[int] = []
+    add_name, add_value = names.append, values.append
     for t, item in enumerate(xseq):
-        n, v = item_attributes(item, f"{where}[{t}]")
-        names += n
-        values += v
-        counts.append(len(n))
+        before = len(names)
+        if type(item) is dict:
+            for key, value in item.items():
+                kind = type(value)
+                if type(key) is str:
+                    if kind is str:
+                        add_name(key + SEPARATOR + value)
+                        add_value(1.0)
+                        continue
+                    if kind is bool or kind is float or kind is int:
+                        add_name(key)
+                        add_value(value)
+                        continue
+                _dict_attributes({key: value}, "", names, values, f"{where}[{t}]")
+        else:
+            more, more_values = item_attributes(item, f"{where}[{t}]")
+            names += more
+            values += more_values
+        counts.append(len(names) - before)
     return names, values, counts
 
 

@@ -26,6 +26,7 @@ its model as safetensors bytes and JSON (``model.py``), no torch object.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -301,12 +302,7 @@ def chain_data(features, values, name: str, labels=None, y=None) -> ChainData:
     """The sequences as the chain reads them (gold label ids from ``y`` where given; a label
     not among ``labels`` gets -1, never right)."""
     if values is not None:
-        i = int(torch.nonzero(values != 1.0)[0])
-        raise ValueError(
-            f"{name}: an attribute with the value {float(values[i])} (the "
-            f"{i + 1}-th attribute occurrence); this version trains and predicts with "
-            "attribute values 0 and 1 only (booleans, strings, names)"
-        )
+        features = replace(features, values=values)
     gold = None
     if y is not None:
         index = {label: i for i, label in enumerate(labels)}
