@@ -355,3 +355,12 @@ def test_c1_maps_onto_the_crfs_l1_term():
     dense = CRF(c1=0.0, c2=0.01, max_iterations=40, all_possible_states=True).fit(X, y)
     assert len(sparse.state_features_) < len(dense.state_features_)
     assert sparse.score(X, y) > 0.95
+
+
+def test_empty_sequences_are_labeled_empty():
+    X = [[{"w": "a"}, {"w": "b"}], [], [{"w": "a"}]]
+    y = [["P", "N"], [], ["P"]]
+    crf = CRF(algorithm="ap", max_iterations=3).fit(X, y)
+    assert [list(p) for p in crf.predict(X)] == y
+    assert list(crf.predict_marginals(X)[1]) == []
+    assert crf.predict_nbest(X, 2)[1] == [[]]

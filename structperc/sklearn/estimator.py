@@ -44,6 +44,7 @@ from structperc.model.batch import make_batch
 from structperc.model.weights import ChainWeights
 from structperc.sklearn.algorithms import ALGORITHMS, make_learner, resolved
 from structperc.sklearn.attributes import AttributeDictionary
+from structperc.sklearn.metrics import flat_accuracy_score
 from structperc.sklearn.model import FittedModel
 from structperc.sklearn.parallel import train_parallel, usable_jobs
 from structperc.sklearn.training import TrainingLog, train_chain
@@ -136,6 +137,7 @@ class CRF(BaseEstimator):
         if (X_dev is None) != (y_dev is None):
             raise ValueError("Pass both X_dev and y_dev to use the holdout data")
         check_lengths(X, y, "X", "y")
+        X, y = non_empty(X, y)  # an empty sequence has nothing to learn from
         params = resolved(self.get_params())
         learner = make_learner(params)
         self._check_constraints()
@@ -145,6 +147,7 @@ class CRF(BaseEstimator):
         dev = None
         if X_dev is not None:
             check_lengths(X_dev, y_dev, "X_dev", "y_dev")
+            X_dev, y_dev = non_empty(X_dev, y_dev)
             dev = self._chain_data(X_dev, attributes, "X_dev", labels, y_dev)
         weights = ChainWeights(len(attributes), labels, edges=False)
         settings = FitSettings(
@@ -168,7 +171,7 @@ class CRF(BaseEstimator):
             log = train_chain(learner, weights.to(self.device), data, settings, dev)
         info = {"algorithm": params["algorithm"], "settings": jsonable(params), "n_jobs": world}
         self._model = FittedModel.of(weights, attributes, info)
-        self._structure = None
+        self._structure, self._structure_key = None, None
         self.training_log_: TrainingLog = log
         return self
 
@@ -216,24 +219,41 @@ class CRF(BaseEstimator):
         """Bytes of the model (safetensors tables and JSON header)."""
         return self.model_.size
 
+    def __sklearn_is_fitted__(self) -> bool:
+        return getattr(self, "_model", None) is not None
+
     def structure_(self) -> ChainStructure:
-        """The chain over the fitted tables on ``device`` (built once)."""
-        if getattr(self, "_structure", None) is None:
+        """The chain over the fitted tables on ``device``, with the ``constraints`` (built
+        again when either changes)."""
+        key = (str(self.device), self.constraints or "none")
+        if getattr(self, "_structure", None) is None or self._structure_key != key:
             self._check_constraints()
             weights = self.model_.weights(self.device)
-            self._structure = ChainStructure(weights, self.constraints or "none")
+            self._structure = ChainStructure(weights, key[1])
+            self._structure_key = key
         return self._structure
+
+    def _decoded(self, X, decode) -> list:
+        """``decode(ChainData, sequence numbers)`` of the non-empty sequences of ``X`` (a list,
+        one entry per sequence), the empty ones given [] (nothing to label)."""
+        kept = [s for s, xseq in enumerate(X) if len(xseq)]
+        out: list = [[] for _ in range(len(X))]
+        if kept:
+            data = self._chain_data([X[s] for s in kept], self.model_.attributes, "X")
+            for s, result in zip(kept, decode(data), strict=True):
+                out[s] = result
+        return out
 
     # -- prediction ----------------------------------------------------------------------------
     def predict(self, X) -> np.ndarray:
         """The best labeling of each sequence: an object array of label lists."""
-        paths = self.structure_().predict(
-            self._chain_data(X, self.model_.attributes, "X"),
-            batch_size=PREDICT_BATCH,
-            device=self.device,
-        )
-        labels = self.model_.labels
-        return object_array([[labels[j] for j in path] for path in paths])
+        structure, labels = self.structure_(), self.model_.labels
+
+        def decode(data: ChainData) -> list:
+            paths = structure.predict(data, batch_size=PREDICT_BATCH, device=self.device)
+            return [[labels[j] for j in path] for path in paths]
+
+        return object_array(self._decoded(X, decode))
 
     def predict_single(self, xseq) -> list[str]:
         """The best labeling of one sequence."""
@@ -244,16 +264,19 @@ class CRF(BaseEstimator):
         """p(y_t = label | x) of every token of every sequence: an object array of lists (one
         per sequence) of {label: probability} dicts (one per token)."""
         structure, labels = self.structure_(), self.model_.labels
-        data = self._chain_data(X, self.model_.attributes, "X")
-        out: list[list[dict]] = [[] for _ in range(len(data))]
-        batches = length_batches(data.features, PREDICT_BATCH, self.device, False)
-        for docs, batch in batches:
-            potentials = structure.log_potentials(batch).double()  # [B, T, L, L]
-            probs = node_marginals(potentials, batch.lengths, "scaled")  # [B, T, L]
-            for b, d in enumerate(docs):
-                rows = probs[b, : int(batch.lengths[b])].tolist()
-                out[d] = [dict(zip(labels, row, strict=True)) for row in rows]
-        return object_array(out)
+
+        def decode(data: ChainData) -> list:
+            out: list[list[dict]] = [[] for _ in range(len(data))]
+            batches = length_batches(data.features, PREDICT_BATCH, self.device, False)
+            for docs, batch in batches:
+                potentials = structure.log_potentials(batch).double()  # [B, T, L, L]
+                probs = node_marginals(potentials, batch.lengths, "scaled")  # [B, T, L]
+                for b, d in enumerate(docs):
+                    rows = probs[b, : int(batch.lengths[b])].tolist()
+                    out[d] = [dict(zip(labels, row, strict=True)) for row in rows]
+            return out
+
+        return object_array(self._decoded(X, decode))
 
     def predict_marginals_single(self, xseq) -> list[dict]:
         return list(self.predict_marginals([xseq])[0])
@@ -265,26 +288,25 @@ class CRF(BaseEstimator):
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
         structure, labels = self.structure_(), self.model_.labels
-        data = self._chain_data(X, self.model_.attributes, "X")
-        out = []
-        for d in range(len(data)):
-            batch = make_batch(data.features, [d]).to(self.device)
-            if batch.num_tokens == 0:
-                out.append([[]])
-                continue
-            paths, _ = structure.nbest(batch, n)  # [n, T]
-            out.append([[labels[j] for j in p] for p in paths.tolist() if p[0] >= 0])
-        return out
+
+        def decode(data: ChainData) -> list:
+            out = []
+            for d in range(len(data)):
+                batch = make_batch(data.features, [d]).to(self.device)
+                paths, _ = structure.nbest(batch, n)  # [n, T]
+                out.append([[labels[j] for j in p] for p in paths.tolist() if p[0] >= 0])
+            return out
+
+        return [result or [[]] for result in self._decoded(X, decode)]
 
     def score(self, X, y) -> float:
         """Token accuracy of ``predict(X)`` against ``y``."""
-        from structperc.sklearn.metrics import flat_accuracy_score
-
         return flat_accuracy_score(y, self.predict(X))
 
     # -- pickling ------------------------------------------------------------------------------
     def __getstate__(self) -> dict:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("_model", "_structure")}
+        skip = ("_model", "_structure", "_structure_key")
+        state = {k: v for k, v in self.__dict__.items() if k not in skip}
         model = getattr(self, "_model", None)
         if model is not None:
             state["_model_bytes"] = model.to_bytes()
@@ -295,7 +317,7 @@ class CRF(BaseEstimator):
         stored = state.pop("_model_bytes", None)
         self.__dict__.update(state)
         self._model = None if stored is None else FittedModel.from_bytes(*stored)
-        self._structure = None
+        self._structure, self._structure_key = None, None
 
 
 def chain_data(features, values, name: str, labels=None, y=None) -> ChainData:
@@ -308,6 +330,12 @@ def chain_data(features, values, name: str, labels=None, y=None) -> ChainData:
         index = {label: i for i, label in enumerate(labels)}
         gold = torch.tensor([index.get(t, -1) for yseq in y for t in yseq], dtype=torch.long)
     return ChainData(features, gold)
+
+
+def non_empty(X, y) -> tuple[list, list]:
+    """The sequences of ``X`` and ``y`` that have tokens."""
+    kept = [s for s, xseq in enumerate(X) if len(xseq)]
+    return [X[s] for s in kept], [y[s] for s in kept]
 
 
 def check_lengths(X, y, x_name: str, y_name: str) -> None:
