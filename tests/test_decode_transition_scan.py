@@ -89,3 +89,45 @@ def test_one_document_matches_enumeration():
             for y, s in scores.items()
         )
         assert abs(float(a.grad[i, j]) - float(c)) < 1e-10
+
+
+def test_the_crf_objective_with_one_transition_matrix_is_the_same_by_every_scan():
+    from structperc.crf.buckets import make_buckets
+    from structperc.crf.learner import CRF
+    from structperc.crf.objective import full_objective
+    from structperc.crf.sparse import TransposedIndex
+    from structperc.data.synthetic import make_corpus
+    from structperc.features.pipeline import LocalFeatures
+    from structperc.model.weights import ChainWeights
+    from structperc.structures.chain import ChainStructure
+
+    train = make_corpus(12, seed=2)
+    lf = LocalFeatures(gazetteer="none", window=1).fit(train)
+    labels = sorted({t for d in train for t in d.tags})
+    index = {t: i for i, t in enumerate(labels)}
+    gold = torch.tensor([index[t] for d in train for t in d.tags])
+    features = lf.transform(train, training=True)
+    weights = ChainWeights(lf.num_features, labels, edges=False)
+    gen = torch.Generator().manual_seed(4)
+    with torch.no_grad():
+        for table in weights.dense_tables:
+            table.copy_(torch.randn(table.shape, generator=gen) * 0.3)
+    x_t = TransposedIndex.build(features.ids, features.offsets, weights.num_features)
+    results = {}
+    for scan in ("sequential", "scaled"):
+        learner = CRF(sigma2=3.0, scan=scan)
+        buckets = make_buckets(
+            features,
+            gold,
+            4000,
+            with_index=False,
+            num_features=weights.num_features,
+            device="cpu",
+            packed=True,
+            sequential=scan == "sequential",
+        )
+        results[scan] = full_objective(learner, ChainStructure(weights), features, x_t, buckets)
+    (f1, nll1, g1, e1), (f2, nll2, g2, e2) = results["sequential"], results["scaled"]
+    assert abs(f1 - f2) < 1e-6 * abs(f2) and abs(nll1 - nll2) < 1e-6 * abs(nll2) and e1 == e2
+    for a, b in zip(g1, g2, strict=True):
+        assert float((a - b).norm()) < 1e-5 * float(b.norm())

@@ -162,6 +162,10 @@ def worker(job: dict) -> dict:
     crf.predict_marginals(X_test)
     marginals_s = time.perf_counter() - t0
     nonzero = len(crf.state_features_) + len(crf.transition_features_)
+    if job["estimator"] == "crfsuite":
+        weights = crf.training_log_.featgen_num_features
+    else:
+        weights = trainable_weights(crf, X_train, y_train)
     return {
         "fit_s": fit_s,
         "fit_cpu_s": fit_cpu,
@@ -169,10 +173,33 @@ def worker(job: dict) -> dict:
         "marginals_tokens_per_s": tokens / marginals_s,
         "f1": 100 * f1_score(y_test, [list(p) for p in y_pred]),
         "nonzero_weights": nonzero,
+        "weights": weights,
         "attributes": len(crf.attributes_),
         "train_tokens": sum(len(s) for s in X_train),
         "test_tokens": tokens,
     }
+
+
+def trainable_weights(crf, X, y) -> int:
+    """The weights structperc's model trains: with ``all_possible_states`` off and L-BFGS the
+    (attribute, label) pairs seen in training (CRFsuite's features), else every pair; and the
+    L x L transition matrix."""
+    from structperc.sklearn.algorithms import resolved
+
+    params = resolved(crf.get_params())
+    L, A = len(crf.classes_), len(crf.attributes_)
+    if params["algorithm"] != "lbfgs" or params["all_possible_states"]:
+        return A * L + L * L
+    index = {label: i for i, label in enumerate(crf.classes_)}
+    seen = crf.model_.attributes.index
+    pairs = set()
+    for xseq, yseq in zip(X, y, strict=True):
+        for item, label in zip(xseq, yseq, strict=True):
+            for name, value in item.items():
+                key = name + ":" + value if isinstance(value, str) else name
+                if value is not False and key in seen:
+                    pairs.add((seen[key], index[label]))
+    return len(pairs) + L * L
 
 
 def cpu_seconds() -> float:
