@@ -216,6 +216,11 @@ def test_constraints_give_iob2_valid_output(fitted):
 
     assert not all(valid(p) for p in outputs[None])
     assert all(valid(p) for p in outputs["iob2"])
+    constrained = pickle.loads(pickle.dumps(crf)).set_params(constraints="iob2")
+    for sequence in constrained.predict_marginals(X[:10]):
+        assert all(p == 0.0 for label, p in sequence[0].items() if label.startswith("I-"))
+        for token in sequence:
+            assert sum(token.values()) == pytest.approx(1.0)
 
 
 def test_dev_accuracy_is_logged_each_iteration():

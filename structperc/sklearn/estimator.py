@@ -38,9 +38,11 @@ except ImportError as error:  # pragma: no cover - the extra is missing
         "structperc.sklearn needs scikit-learn: pip install 'structperc[sklearn]'"
     ) from error
 
+from structperc.crf.edges import padded_nodes
 from structperc.decode.marginals import node_marginals
+from structperc.decode.transition_scan import shared_transition_log_partition
 from structperc.learn.fitting import FitSettings
-from structperc.model.batch import make_batch
+from structperc.model.batch import FeatureBatch, make_batch
 from structperc.model.weights import ChainWeights
 from structperc.sklearn.algorithms import ALGORITHMS, make_learner, resolved
 from structperc.sklearn.attributes import AttributeDictionary
@@ -138,6 +140,8 @@ class CRF(BaseEstimator):
             raise ValueError("Pass both X_dev and y_dev to use the holdout data")
         check_lengths(X, y, "X", "y")
         X, y = non_empty(X, y)  # an empty sequence has nothing to learn from
+        if not X:
+            raise ValueError("X has no sequence with tokens: nothing to train on")
         params = resolved(self.get_params())
         learner = make_learner(params)
         self._check_constraints()
@@ -269,8 +273,7 @@ class CRF(BaseEstimator):
             out: list[list[dict]] = [[] for _ in range(len(data))]
             batches = length_batches(data.features, PREDICT_BATCH, self.device, False)
             for docs, batch in batches:
-                potentials = structure.log_potentials(batch).double()  # [B, T, L, L]
-                probs = node_marginals(potentials, batch.lengths, "scaled")  # [B, T, L]
+                probs = token_marginals(structure, batch)  # [B, T, L]
                 for b, d in enumerate(docs):
                     rows = probs[b, : int(batch.lengths[b])].tolist()
                     out[d] = [dict(zip(labels, row, strict=True)) for row in rows]
@@ -330,6 +333,28 @@ def chain_data(features, values, name: str, labels=None, y=None) -> ChainData:
         index = {label: i for i, label in enumerate(labels)}
         gold = torch.tensor([index.get(t, -1) for yseq in y for t in yseq], dtype=torch.long)
     return ChainData(features, gold)
+
+
+def token_marginals(structure: ChainStructure, batch: FeatureBatch) -> torch.Tensor:
+    """p(y_t = j | x) [B, T, L] of a batch of sequences (0 past each length), in float64.
+
+    Without constraints, the forward-backward over the node scores and the one transition
+    matrix (``decode/transition_scan.py``); with them, the chain's edge marginals of the
+    constrained potentials (``decode/marginals.py``).
+    """
+    if structure.allowed is not None:
+        potentials = structure.log_potentials(batch).double()  # [B, T, L, L]
+        return node_marginals(potentials, batch.lengths, "scaled")
+    weights = structure.weights
+    L = weights.num_labels
+    node, _ = weights.token_scores(batch)  # [N, L]
+    padded, first = padded_nodes(node.double(), batch)  # [B, T, L], [B, T]
+    transition = weights.edge.weight.view(L, L).double()
+    with torch.enable_grad():
+        padded.requires_grad_(True)
+        log_z = shared_transition_log_partition(padded, transition, batch.lengths, first)
+        (probs,) = torch.autograd.grad(log_z.sum(), padded)
+    return probs
 
 
 def non_empty(X, y) -> tuple[list, list]:
