@@ -29,8 +29,15 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-DEFAULTS = {"repeats": 3, "train_sentences": None, "test_sentences": None, "jobs": [1, 2]}
-QUICK = {"repeats": 1, "train_sentences": 2000, "test_sentences": 1000, "jobs": [1, 2]}
+EVERY = ["lbfgs", "l2sgd", "ap", "pa", "arow"]
+DEFAULTS = {
+    "repeats": 3,
+    "train_sentences": None,
+    "test_sentences": None,
+    "jobs": [1, 2],
+    "algorithms": EVERY,
+}
+QUICK = {**DEFAULTS, "repeats": 1, "train_sentences": 2000, "test_sentences": 1000}
 ALGORITHMS = {  # the estimators' settings, the same for both
     "lbfgs": {"c1": 0.1, "c2": 0.1, "max_iterations": 100, "all_possible_transitions": True},
     "l2sgd": {"c2": 0.1, "max_iterations": 20},
@@ -231,7 +238,7 @@ def run(cfg: dict) -> dict:
     from structperc.sklearn.algorithms import ALGORITHMS as ALGORITHMS_OF_STRUCTPERC
 
     rows = []
-    for algorithm in ALGORITHMS:
+    for algorithm in cfg["algorithms"]:
         if not available(algorithm):
             log(f"sklearn: {algorithm} skipped (structperc has no {ENGINE[algorithm]} here)")
             continue
