@@ -9,7 +9,8 @@ the estimator's (CRFsuite's) parameters with CRFsuite's defaults filled in (``re
     ap      structperc.learn.perceptron.Perceptron, average=True (Collins 2002)
     pa      structperc.learn.passive_aggressive: C=c, pa_type, error_sensitive, average
             (Crammer et al. 2006)
-    arow    structperc.learn.arow: variance, gamma, average (Mejer & Crammer 2010)
+    arow    structperc.learn.arow: variance, gamma (Mejer & Crammer 2010; not averaged, as
+            CRFsuite's ``averaging`` is PA's alone)
     margin  structperc.learn.margin.MarginPerceptron: C=c (Kazama & Torisawa 2007, Alg. 3.1)
     mmvp    structperc.learn.max_margin.MaxMarginPerceptron: C=c (Shimizu & Haas 2006)
 
@@ -114,7 +115,7 @@ ALGORITHMS: dict[str, Algorithm] = {
     "arow": Algorithm(
         "structperc.learn.arow",
         None,
-        lambda p: {"variance": p["variance"], "gamma": p["gamma"], "average": p["averaging"]},
+        lambda p: {"variance": p["variance"], "gamma": p["gamma"]},  # not averaged (CRFsuite)
         100,
     ),
     "margin": Algorithm(

@@ -74,7 +74,7 @@ class CRF(BaseEstimator):
             for ``period`` iterations in a row (10, 1e-5).
         pa_type, c, error_sensitive: passive-aggressive settings (1, 1, True); ``c`` is also
             the margin of "margin" and the step bound of "mmvp".
-        averaging: predict with averaged weights (True; pa, arow, margin, mmvp).
+        averaging: predict with averaged weights (True; pa, margin, mmvp).
         variance, gamma: AROW settings (1, 1).
         verbose: progress bars while training.
     structperc's own:
