@@ -14,7 +14,7 @@ ifeq ($(origin STRUCTPERC_DATA), undefined)
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run tagger smoke test test-all bench bench-quick profile lint format tb clean
+.PHONY: help setup run tagger smoke test bench bench-quick profile lint format tb clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## .*$$' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
@@ -47,8 +47,13 @@ smoke: $(STAMP) ## One-minute runs on 40 documents (local and non-local)
 	$(PY) -m structperc.run +experiment=conll03_local data.max_docs=40 trainer.max_epochs=3 hydra.run.dir=outputs/smoke_local
 	$(PY) -m structperc.run +experiment=conll03_nonlocal data.max_docs=40 trainer.max_epochs=2 hydra.run.dir=outputs/smoke_nonlocal
 
-test: $(STAMP) ## Run the test suite (fast: synthetic data and slices of the real data)
-	$(PY) -m pytest -q
+# pytest-xdist workers: one per core, at most 4 (each holds its own torch, ~0.4 GB); TEST_JOBS=0
+# runs the suite in one process.  A test file stays on one worker (--dist loadfile), so the
+# models a file's tests share are trained once.
+TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 )))
+
+test: $(STAMP) ## Run the test suite (synthetic data and slices of the real data; in TEST_JOBS processes)
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
 
 bench: $(STAMP) ## Every speed row (NER and POS tagger vs CRFsuite, CRF, n-best, proposed, label-chunk DP, rerank, scoring vs seqeval), ~20-25 min; writes experiments/bench/
 	$(PY) experiments/bench/bench.py

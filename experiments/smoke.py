@@ -9,7 +9,11 @@ the sha256 of every safetensors file it wrote.  Run it before and after a change
     python experiments/smoke.py run --out /tmp/smoke_after      # on the new one
     python experiments/smoke.py compare /tmp/smoke_before /tmp/smoke_after
 
-``compare`` exits 1 when any figure or model differs and names each difference.
+``compare`` exits 1 when any figure or model differs and names each difference.  ``--override``
+adds Hydra overrides to every run, to compare two settings that must agree:
+
+    python experiments/smoke.py run --out /tmp/smoke_tpl --only local nonlocal \
+        --override features=kazama_templates       # Table 1 as templates, against the named
 """
 
 from __future__ import annotations
@@ -142,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
             "-m",
             "structperc.run",
             *RUNS[name],
+            *args.override,
             f"hydra.run.dir={folder}",
             f"cache_dir={out / 'cache'}",
         ]
@@ -198,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("run", help="run the smoke runs into --out")
     p.add_argument("--out", required=True)
     p.add_argument("--only", nargs="*", choices=list(RUNS), help="a subset of the runs")
+    p.add_argument("--override", nargs="*", default=[], help="Hydra overrides for every run")
     p.set_defaults(func=run)
     p = sub.add_parser("compare", help="compare two --out folders")
     p.add_argument("before")

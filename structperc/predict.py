@@ -9,12 +9,16 @@
 
 Input: CoNLL columns in the layout's order (with or without the gold tags), any other column
 layout through a column map (``columns=[token,_,_,ner]``, ``_`` skipping a column; gold tags in
-IOB1, IOB2 or IO, ``scheme``), or plain text (``input_format=text``: paragraphs are documents).
-Output: the input columns and the predicted tag as the last one (``conll``), or one JSON line
-per document with its entities (``jsonl``: character offsets for text input, token offsets for
-column input).  ``input=-`` reads standard input and ``output=-`` writes standard output; the
-log goes to standard error, and so do the scores when the output is standard output.  With gold
-tags present it prints conlleval-style scores.  Under ``torchrun``
+any scheme of ``data/schemes.py``, ``scheme``), or plain text (``input_format=text``: paragraphs
+are documents).  A model trained on a corpus of its own (``data=columns``) reads its input in
+that corpus's columns, encoding, separator, documents and scheme without any of these settings,
+and writes its output in them.  Output: the input columns and the predicted tag as the last one
+(``conll``), or one JSON line per document with its entities (``jsonl``: character offsets for
+text input, token offsets for column input; a plain tagging model's tokens and tags instead).
+Gold tags are scored as conlleval does, or, for a plain tagging model (POS tags), by token
+accuracy and each label's precision, recall and F1.  ``input=-`` reads standard input and
+``output=-`` writes standard output; the log goes to standard error, and so do the scores when
+the output is standard output.  With gold tags present it prints the scores.  Under ``torchrun``
 (``torchrun --standalone --nproc-per-node=N -m structperc.predict ...``) the documents are split
 into N consecutive blocks of about equal tokens, each rank tags one, and rank 0 writes the one
 output in the input's order.
@@ -39,6 +43,7 @@ import json
 import logging
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import hydra
@@ -59,6 +64,7 @@ from structperc.data.tags import spans
 from structperc.data.text import entity_spans, read_text
 from structperc.distributed import SERIAL, Group, contiguous_shards
 from structperc.eval.chunks import evaluate
+from structperc.eval.tokens import token_scores
 from structperc.io import STDIO, refuse_overwriting_input, write_output_text
 from structperc.tagger import Tagger
 from structperc.tasks.loading import ColumnTagger
@@ -84,7 +90,7 @@ def tag_file(
     input_path: str | Path,
     output_path: str | Path,
     *,
-    layout: str = "conll2003",
+    layout: str | None = None,
     documents: str | None = None,
     columns: list[str] | None = None,
     scheme: str | None = None,
@@ -98,7 +104,11 @@ def tag_file(
     tagger: str | Path | None = None,
     group: Group = SERIAL,
 ):
-    """Tag ``input_path`` into ``output_path``; returns the chunk scores when gold tags exist.
+    """Tag ``input_path`` into ``output_path``; returns the scores when gold tags exist (chunk
+    scores, or a plain tagging model's token scores).
+
+    ``layout``, ``columns``: how the input's columns are laid out (default: the column format
+    the model records, else ``conll2003``); ``documents``, ``scheme`` override the layout's.
 
     ``tagger``: a tagchunk run folder that fills the POS and chunk columns the model needs and
     the input lacks (a model trained with ``features.tags=auto`` carries its own).
@@ -128,7 +138,15 @@ def tag_file(
         docs = [p.document for p in paragraphs]
         if not docs and group.is_main:
             log.warning("%s: no words to tag: the output is empty", source)
+    fmt = tagger.corpus_format if layout is None and columns is None else None
+    if input_format == "text":
+        fmt = None  # (written as the layout's columns)
+    elif fmt is not None:  # the model's own corpus format
+        options = {"documents": documents, "scheme": scheme}
+        fmt = replace(fmt, **{k: v for k, v in options.items() if v is not None})
+        docs = fmt.read(input_path, optional_label=True)
     else:
+        layout = layout or "conll2003"
         docs = read_conll(input_path, layout, documents, columns=columns, scheme=scheme)
     t0 = time.perf_counter()
     block = contiguous_shards([len(d) for d in docs], group.world)[group.rank]
@@ -149,6 +167,10 @@ def tag_file(
     if output_format == "jsonl":
         lines = []
         for k, (doc, tags) in enumerate(zip(docs, pred, strict=True)):
+            if tagger.plain:  # no entities: the tokens and their tags
+                line = {"source": doc.source, "tokens": doc.tokens, "tags": tags}
+                lines.append(json.dumps(line))
+                continue
             if paragraphs is not None:
                 entities = entity_spans(text, paragraphs[k], tags)
             else:
@@ -158,9 +180,13 @@ def tag_file(
                 ]
             lines.append(json.dumps({"source": doc.source, "entities": entities}))
         write_output_text(output_path, "\n".join(lines) + "\n" if lines else "")
+    elif fmt is not None:
+        fmt.write(output_path, docs, pred)
     else:
         write_conll(output_path, docs, pred)
     if score and docs and all(d.tags is not None for d in docs):
+        if tagger.plain:
+            return token_scores([d.tags for d in docs], pred)
         return evaluate([d.tags for d in docs], pred, [d.sentence_starts for d in docs])
     return None
 

@@ -16,19 +16,27 @@ a model needs its column tagger (``column_tagger``: a POS tagger and chunker, ``
 and says so otherwise.  A run folder may carry one (``RUN/tagger``: ``features.tagger``, as
 ``make run`` sets it): ``Tagger.load`` then finds it, and loads it when input first lacks the
 columns.
+
+A model trained on a column corpus of its own (``data=columns``) records its column format
+(``corpus_format``): ``Tagger.read`` reads a file in that layout, encoding and scheme (the label
+column may be absent), and ``Tagger.write`` writes one back in it, the prediction last.  A plain
+tagging model (POS tags, no chunk prefixes: ``plain``) has no entities; ``entities`` is then
+refused and ``tag`` gives its tags.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+from structperc.data.column_corpus import ColumnFormat
 from structperc.data.document import Document
+from structperc.data.loading import HUB_REPOS
+from structperc.data.schemes import PLAIN
 from structperc.data.text import entity_spans, read_text
 from structperc.features.pipeline import LocalFeatures
 from structperc.structures.chain import ChainData
 from structperc.tasks.loading import ColumnTagger, load_tagger
-
-COLUMN_OF_ATTRIBUTE = {"pos": "pos", "chk": "chunk"}  # feature attributes that read a column
 
 
 class MissingColumns(ValueError):
@@ -45,6 +53,8 @@ class Tagger:
             folder of one (loaded when first needed), or None.
         batch_size: documents decoded at once.
         device: where the tables live.
+        corpus: what the model records of its training corpus (``model.json``'s
+            ``info.corpus``: its name and column format), or None.
     """
 
     def __init__(
@@ -54,11 +64,48 @@ class Tagger:
         column_tagger=None,
         batch_size: int = 16,
         device: str = "cpu",
+        corpus: dict | None = None,
     ):
         self.structure, self.features = structure, features
         self._column_tagger = column_tagger
         self.batch_size, self.device = batch_size, device
+        self.corpus = corpus
         structure.weights.to(device)
+
+    @property
+    def corpus_format(self) -> ColumnFormat | None:
+        """The column format of the model's own corpus (``data=columns``); None for the
+        CoNLL-2003/2000 presets, which prediction reads by their layout, and older models."""
+        if not self.corpus or self.corpus.get("name") in HUB_REPOS:
+            return None
+        return ColumnFormat.from_json({k: v for k, v in self.corpus.items() if k != "name"})
+
+    @property
+    def plain(self) -> bool:
+        """Whether the model tags plain labels (no chunks: POS tags and the like)."""
+        if self.corpus and self.corpus.get("scheme") == PLAIN:
+            return True
+        return not any(t[:2] in ("B-", "I-") for t in self.labels)
+
+    def read(self, path: str | Path, **options) -> list[Document]:
+        """The documents of a file in the model's column format (``options`` override its
+        fields: ``documents``, ``scheme`` ...); the label column may be absent."""
+        fmt = self.corpus_format
+        if fmt is None:
+            raise ValueError(
+                f"{path}: the model records no column format of its own (a CoNLL-2003/2000 "
+                "preset or an older model): read the file with data.conll.read_conll"
+            )
+        return replace(fmt, **options).read(path, optional_label=True)
+
+    def write(
+        self, path: str | Path, docs: list[Document], predictions: list[list[str]], **options
+    ) -> None:
+        """``docs`` and ``predictions`` in the model's column format and scheme (``read``)."""
+        fmt = self.corpus_format
+        if fmt is None:
+            raise ValueError("the model records no column format of its own: use write_conll")
+        replace(fmt, **options).write(path, docs, predictions)
 
     @property
     def column_tagger(self) -> ColumnTagger | None:
@@ -81,22 +128,25 @@ class Tagger:
         """The model of a run folder (``model.json`` + ``model.safetensors``); ``n`` and
         ``constraints`` override the model's own n' and tag-scheme constraints.  Without a
         ``column_tagger``, the one the run folder carries (``RUN/tagger``), if any."""
-        structure, features = load_tagger(run_dir, n=n, constraints=constraints)
+        structure, features, info = load_tagger(run_dir, n=n, constraints=constraints, info=True)
         carried = Path(run_dir) / "tagger"
         if column_tagger is None and features.tags == "auto":  # trained on the tagger's columns
             column_tagger = ColumnTagger.load(carried if carried.is_dir() else features.tagger)
         elif column_tagger is None and carried.is_dir():  # for input without the columns
             column_tagger = carried
-        return cls(structure, features, column_tagger, batch_size, device)
+        return cls(structure, features, column_tagger, batch_size, device, info.get("corpus"))
 
     @property
     def labels(self) -> list[str]:
         return self.structure.weights.labels
 
     def needed_columns(self) -> set[str]:
-        """The input columns the model's features read ("pos", "chunk")."""
-        used = set(self.features.vocab.attributes)
-        return {column for attr, column in COLUMN_OF_ATTRIBUTE.items() if attr in used}
+        """The input columns the model's features read ("pos", "chunk", or any column its
+        feature templates name), of those its training corpus had."""
+        needed = self.features.input_columns()
+        if self.corpus and "columns" in self.corpus:  # what its training corpus had
+            needed &= set(self.corpus["columns"])
+        return needed
 
     def _with_columns(self, docs: list[Document]) -> list[Document]:
         if self.features.tags == "auto":  # the model saw the tagger's columns, never the given
@@ -104,6 +154,14 @@ class Tagger:
         missing = {c for c in self.needed_columns() for d in docs if c not in d.columns}
         if not missing:
             return docs
+        others = missing - {"pos", "chunk"}  # columns no column tagger makes
+        if others:
+            where = docs[0].source or "the input"
+            raise MissingColumns(
+                f"{where}: the model's feature templates read the {' and '.join(sorted(others))} "
+                f"column(s), which the input lacks: give them (a column map naming them, e.g. "
+                f"columns=[token,{','.join(sorted(others))}])"
+            )
         if self.column_tagger is None:
             where = docs[0].source or "the input"
             raise MissingColumns(
@@ -130,6 +188,10 @@ class Tagger:
         """The entities of plain text with character offsets: ``{"start", "end", "type",
         "text"}`` with ``text[start:end]`` the entity (offsets into ``text`` as given, counted in
         characters; no words, as in ``""``, no entities)."""
+        if self.plain:
+            raise ValueError(
+                "the model tags plain labels (no chunk prefixes): it finds no entities"
+            )
         paragraphs = read_text(text)
         tags = self.tag_documents([p.document for p in paragraphs])
         return [e for p, t in zip(paragraphs, tags, strict=True) for e in entity_spans(text, p, t)]

@@ -73,8 +73,8 @@ def fit(
             it may add to the log's ``extra`` (e.g. the dev F1), which the checkpoint keeps.
         on_epoch_start: called with the epoch number before each epoch; what it returns is added
             to the epoch's ``extra`` (the joint task's back-off schedule).
-        checkpoint: save the weights, averaging sums, convergence state and history after every
-            epoch of an online learner.
+        checkpoint: save the weights, averaging sums, the learner's own state (``Learner.state``),
+            convergence state and history after every epoch of an online learner.
         resume: continue from ``checkpoint`` when it holds one (same seed: the same orders).
         group: the processes training together (``distributed.py``).  Each trains on its
             token-balanced shard; an online learner's weights are mixed after every epoch
@@ -82,10 +82,11 @@ def fit(
             resumes from the checkpoint, which rank 0 alone writes.
     """
     check_capabilities(learner, structure)
+    learner.start(updater)
     convergence = Convergence(settings.tol, settings.patience)
     start_epoch, past = 0, []
     if resume and checkpoint is not None and checkpoint.exists():
-        start_epoch, state, logs = checkpoint.load(updater)
+        start_epoch, state, logs = checkpoint.load(updater, learner)
         convergence.load_state(state)
         past = [EpochLog(**h) for h in logs]
         log.info("resumed from %s after epoch %d", checkpoint.directory, start_epoch)
@@ -101,7 +102,8 @@ def fit(
 
     def save_checkpoint() -> None:
         if checkpoint is not None and (learner.online or learner.resumable) and group.is_main:
-            checkpoint.save(updater, convergence.state(), [asdict(h) for h in history])
+            logs = [asdict(h) for h in history]
+            checkpoint.save(updater, convergence.state(), logs, learner.state())
 
     def after_epoch(ep: EpochLog) -> None:
         if on_epoch is not None:

@@ -63,7 +63,7 @@ def test_bad_column_maps_and_schemes_are_clear_errors(tmp_path):
         with pytest.raises(ValueError, match="expected one 'token'"):
             read_conll(path, columns=columns)
     with pytest.raises(ValueError, match="tag scheme must be one of"):
-        read_conll(path, columns=["token"], scheme="bioes")
+        read_conll(path, columns=["token"], scheme="bieo")
 
 
 def test_only_ascii_spaces_and_tabs_separate_columns(tmp_path):

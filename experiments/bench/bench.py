@@ -30,8 +30,11 @@ Sections, in order (each a module beside this file, its workers in fresh process
 8. ``scoring`` (``scoring_bench.py``): conlleval F1 of CoNLL-2003 train (and four copies of it)
    by our scorer, in memory and from the written file, against seqeval (and conlleval.pl where
    ``STRUCTPERC_CONLLEVAL`` names it).
-9. ``sklearn`` (``sklearn_bench.py``): sklearn-crfsuite's tutorial pipeline through
-   ``sklearn_crfsuite.CRF`` and ``structperc.sklearn.CRF`` (lbfgs, l2sgd, ap, and pa, arow
+9. ``templates`` (``templates_bench.py``): feature extraction of Table 1 written as feature
+   templates against the named attributes (the same features): fit + transform of CoNLL-2003
+   train and dev, median of 3.
+10. ``sklearn`` (``sklearn_bench.py``): sklearn-crfsuite's tutorial pipeline through
+    ``sklearn_crfsuite.CRF`` and ``structperc.sklearn.CRF`` (lbfgs, l2sgd, ap, and pa, arow
    where structperc has them): fit seconds with 1 and 2 processes, entity F1, predict and
    predict_marginals throughput, non-zero weights.
 
@@ -69,6 +72,7 @@ import proposed_bench
 import rerank_bench
 import scoring_bench
 import sklearn_bench
+import templates_bench
 from common import HERE, base_config, chosen, corpus_info, load_corpus, log, public_config
 from common import machine_info as _machine_info
 from render import page
@@ -82,6 +86,7 @@ SECTIONS = {
     "rerank": rerank_bench,
     "pos": pos_bench,
     "scoring": scoring_bench,
+    "templates": templates_bench,
     "sklearn": sklearn_bench,
 }
 NEEDS_SHARED_MODEL = ("crf", "nbest", "proposed", "rerank")

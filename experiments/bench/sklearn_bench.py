@@ -1,4 +1,4 @@
-"""Section 9 of ``make bench``: sklearn-crfsuite's tutorial pipeline through
+"""Section 10 of ``make bench``: sklearn-crfsuite's tutorial pipeline through
 ``sklearn_crfsuite.CRF`` and through ``structperc.sklearn.CRF``, the same script and settings.
 
 The tutorial's ``word2features`` / ``sent2labels`` (sklearn-crfsuite's docs, "Tutorial"; the same

@@ -37,3 +37,13 @@ run local_wc_cbow_reuters_seed0 +experiment=conll03_local $WC features.word_clas
 run nonlocal_wc_cbow_seed0 +experiment=conll03_nonlocal $WC features.word_classes.architecture=cbow seed=0
 # Brown clusters (pip install '.[brown]'): 100 clusters over the words seen 50 times or more
 run local_bc100_seed0 +experiment=conll03_local $WC 'features.word_classes.kmeans=[]' features.word_classes.brown=100 features.word_classes.brown_min_count=50 seed=0
+# the main job's setting with CBOW word classes over three seeds, and the margin perceptron
+# (local features, C = 1414) with and without them
+CBOW="$WC features.word_classes.architecture=cbow"
+for seed in 1 2; do
+  run nonlocal_wc_cbow_seed$seed +experiment=conll03_nonlocal $CBOW seed=$seed
+done
+for seed in 0 1 2; do
+  run margin_seed$seed +experiment=conll03_local learner=margin seed=$seed
+  run margin_wc_cbow_seed$seed +experiment=conll03_local learner=margin $CBOW seed=$seed
+done

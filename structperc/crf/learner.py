@@ -14,6 +14,18 @@ Two optimizers (``optimizer=``):
   Torisawa's setting (CRF++ with an L-BFGS module).
 * ``"sgd"``: mini-batch SGD with sparse updates and the lazy prior (``optimization.py``).
 
+L1 (``c1`` > 0, L-BFGS only): the objective becomes nll + ||w||^2 / (2 sigma2) + c1 ||w||_1,
+minimised by OWL-QN (Andrew & Gao 2007; ``optimization.py``), CRFsuite's ``lbfgs`` with its
+``c1``: weights reach exactly 0, and the run reports the non-zero ones (``summary``).
+
+CRFsuite and sklearn-crfsuite write the L2 term as c2 ||w||^2 on the *sum* of the documents'
+losses (``train_lbfgs.c``: f += c2 ||w||^2, g += 2 c2 w), as here, so
+
+    c2 = 1 / (2 sigma2),    sigma2 = 1 / (2 c2)
+
+(CRFsuite's default c2 = 1 is sigma2 = 0.5; Kazama & Torisawa's sigma2 = 100 is c2 = 0.005).
+``c2`` may be given instead of ``sigma2``: it then sets sigma2 (c2 = 0: no L2, sigma2 = inf).
+
 How the DP scans (``scan``) is chosen once, when ``fit`` starts (``resolved``).
 
 On several ranks (``distributed.Group``) each rank holds a token-balanced shard of the documents;
@@ -28,6 +40,7 @@ on the objective summed during the epoch), or after ``min(max_iterations, traine
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import torch
@@ -45,7 +58,11 @@ class CRF(Learner):
     """L2-regularised linear-chain CRF trained through torch-struct (``fit``).
 
     Args:
-        sigma2: variance of the Gaussian prior (Kazama & Torisawa tune 13 ... 800; 100 best).
+        sigma2: variance of the Gaussian prior (Kazama & Torisawa tune 13 ... 800; 100 best):
+            the objective's L2 term is ||w||^2 / (2 sigma2).
+        c1: the L1 coefficient: + c1 ||w||_1, trained by OWL-QN (0: none; L-BFGS only).
+        c2: CRFsuite's L2 coefficient (+ c2 ||w||^2); when set (not None) it replaces
+            ``sigma2`` by 1 / (2 c2).
         optimizer: ``"lbfgs"`` (full batch) or ``"sgd"`` (mini-batch, sparse updates).
         max_iterations: upper bound on iterations (L-BFGS) or epochs (SGD); the trainer's
             ``max_epochs`` bounds it too (the smaller wins).
@@ -78,6 +95,8 @@ class CRF(Learner):
     resumable = True  # train.fit checkpoints every iteration; a resumed run gets ``past``
 
     sigma2: float = 100.0
+    c1: float = 0.0
+    c2: float | None = None
     optimizer: str = "lbfgs"
     max_iterations: int = 1000
     tol: float = 1e-4
@@ -91,7 +110,17 @@ class CRF(Learner):
     scan: str = "auto"
     dtype: str = "float64"
 
+    def __post_init__(self) -> None:
+        if self.c2 is not None:
+            if not self.c2 >= 0:
+                raise ValueError(f"learner.c2 must be >= 0, got {self.c2}")
+            self.sigma2 = 1.0 / (2.0 * self.c2) if self.c2 > 0 else math.inf
+
     def _validate(self) -> None:
+        if not self.c1 >= 0:
+            raise ValueError(f"learner.c1 must be >= 0, got {self.c1}")
+        if self.c1 > 0 and self.optimizer != "lbfgs":
+            raise ValueError("learner.c1 > 0 (L1, by OWL-QN) needs learner.optimizer=lbfgs")
         if self.optimizer not in ("lbfgs", "sgd"):
             raise ValueError(f"optimizer must be 'lbfgs' or 'sgd', got {self.optimizer!r}")
         if not self.sigma2 > 0:

@@ -35,6 +35,7 @@ class CRFSettings(Protocol):
     """The settings of ``learner.CRF`` that the objective and the optimizers read."""
 
     sigma2: float  # variance of the Gaussian prior
+    c1: float  # L1 coefficient (L-BFGS: OWL-QN when > 0)
     scan: str  # "log" | "scaled" | "sequential" (``CRF.resolved``: never "auto" here)
     dtype: str  # "float32" | "float64": the DP's floating type
     tol: float  # convergence: relative change of the objective ...
@@ -169,6 +170,8 @@ def full_objective(
     if not weights.edges:
         leaves[1].grad = grad_transition.to(leaves[1].dtype)
     grads = [leaf.grad.to_dense() if leaf.grad.is_sparse else leaf.grad for leaf in leaves]
+    if weights.edges and weights.node_only is not None:  # node features only: no edge gradient
+        grads[0][weights.node_only.to(grads[0].device), L:] = 0
     group.all_sum_(*grads)
     total, errors = group.all_sum(total, errors)
     errors = int(errors)

@@ -21,6 +21,25 @@ because it re-evaluates the objective at the start of every ``step()``, so stepp
 iteration at a time (to log and test convergence per iteration) would cost an extra full pass
 per iteration.
 
+**OWL-QN** (Andrew & Gao 2007, "Scalable Training of L1-Regularized Log-Linear Models", ICML;
+CRFsuite's ``c1`` through liblbfgs's ``orthantwise_c``): with ``l1`` = c1 > 0 the objective is
+F(x) = f(x) + c1 ||x||_1, f the smooth part (the likelihood and the Gaussian prior), and
+``LBFGS.step`` becomes an OWL-QN iteration:
+
+* the pseudo-gradient  pg_i = g_i + c1 sign(x_i)  where x_i != 0; at x_i = 0 it is g_i + c1 if
+  that is < 0, g_i - c1 if that is > 0, else 0 (the steepest descent of F, negated);
+* the direction d = -H pg by the same two-loop recursion, with the (s, y) pairs of the smooth
+  part's gradients, then zeroed where it disagrees in sign with -pg;
+* the orthant xi_i = sign(x_i), or sign(-pg_i) where x_i = 0, and the line search over the
+  projected points x(t) = pi(x + t d; xi), pi zeroing every coordinate whose sign leaves xi;
+  backtracking until F(x(t)) <= F(x) + c1_armijo pg . (x(t) - x), t shrunk as L-BFGS
+  shrinks it (the quadratic through F(x), pg . d and F(x(t)), kept within [0.1 t, 0.5 t]).
+
+A weight that reaches 0 stays there until its pseudo-gradient points out of 0, so the model gets
+sparse.  At the optimum of F, |df/dx_i| <= c1 where x_i = 0 and df/dx_i = -c1 sign(x_i)
+elsewhere (``tests/test_crf_owlqn.py`` checks it against a slow reference).  With c1 = 0 the
+L-BFGS code path is the one above, unchanged.  Memory: one more copy of the parameters (x).
+
 ``LBFGSTraining`` is the CRF's full-batch training (``learner.optimizer=lbfgs``, Kazama &
 Torisawa's setting: CRF++ with an L-BFGS module): one iteration per "epoch", each evaluation one
 lookup pass over all training tokens, the DP over buckets of documents (``dp_batch_tokens``
@@ -173,6 +192,22 @@ class Optimization:
     def iteration(self, k: int) -> Iteration:
         raise NotImplementedError
 
+    def trainable(self) -> list[Tensor]:
+        """The weights that training moves (default: the whole tables)."""
+        return self.weights.dense_tables
+
+    def summary(self) -> dict:
+        """The trained model's size: its trainable ``parameters``, the ``nonzero_weights`` among
+        them and their fraction (an L1 model's sparsity)."""
+        params = self.trainable()
+        total = sum(p.numel() for p in params)
+        nonzero = sum(int(torch.count_nonzero(p)) for p in params)
+        return {
+            "parameters": total,
+            "nonzero_weights": nonzero,
+            "nonzero_fraction": nonzero / max(total, 1),
+        }
+
     def report(self, ep: EpochLog) -> None:
         """Called with each iteration's log before the stopping rules (default: nothing)."""
 
@@ -227,7 +262,8 @@ class Optimization:
             if stop.requested:
                 stopped_by = "interrupted"
                 break
-        return FitResult(k, stopped_by, time.perf_counter() - self.t_start, history)
+        seconds = time.perf_counter() - self.t_start
+        return FitResult(k, stopped_by, seconds, history, summary=self.summary())
 
 
 def dot(a: list[Tensor], b: list[Tensor]) -> float:
@@ -252,14 +288,39 @@ class LBFGSInfo:
     accepted: bool = True
 
 
+def norm1(x: list[Tensor]) -> float:
+    """||x||_1 of a tensor list."""
+    return float(sum(torch.linalg.vector_norm(xi, 1) for xi in x))
+
+
+def pseudo_gradient(x: list[Tensor], g: list[Tensor], l1: float) -> list[Tensor]:
+    """OWL-QN's pseudo-gradient of f + l1 ||x||_1 at x, from the gradient g of f (Andrew & Gao
+    2007, eq. 4): g + l1 sign(x) off zero; at zero the one-sided derivative that descends, or 0
+    where neither does (|g_i| <= l1): g - clamp(g, -l1, l1).
+
+    As one expression, with s = sign(x):  g - c + |s| (c + l1 s),  c = clamp(g, -l1, l1)
+    (elementwise passes only: ``torch.where`` over tables of millions is several times slower).
+    """
+    out = []
+    for xi, gi in zip(x, g, strict=True):
+        s = xi.sign()
+        c = gi.clamp(-l1, l1)
+        pg = gi - c
+        c.add_(s, alpha=l1).mul_(s.abs_())
+        out.append(pg.add_(c))
+    return out
+
+
 class LBFGS:
     """L-BFGS with backtracking (Armijo) line search; ``step(objective)`` runs one iteration.
+    With ``l1`` > 0 it is OWL-QN on objective + l1 ||params||_1 (module docstring).
 
     Args:
         params: tensors optimised in place.
         history: m, the number of (s, y) pairs kept.
         c1: sufficient-decrease constant of the Armijo condition.
         max_linesearch: evaluations allowed per line search before giving up.
+        l1: the L1 coefficient (0: plain L-BFGS).
     """
 
     def __init__(
@@ -268,11 +329,16 @@ class LBFGS:
         history: int = 6,
         c1: float = 1e-4,
         max_linesearch: int = 20,
+        l1: float = 0.0,
     ):
+        if l1 < 0:
+            raise ValueError(f"l1 must be >= 0, got {l1}")
         self.params = params
         self.history = history
         self.c1 = c1
         self.max_linesearch = max_linesearch
+        self.l1 = l1
+        self.pseudo: list[Tensor] | None = None  # OWL-QN: the pseudo-gradient at params
         self.pairs: deque[tuple[list[Tensor], list[Tensor], float]] = deque(maxlen=history)
         self.loss: float | None = None
         self.grad: list[Tensor] | None = None
@@ -301,6 +367,8 @@ class LBFGS:
         If no step along the direction decreases the objective enough (rounding at the optimum),
         the parameters stay put and the result has ``accepted=False``.
         """
+        if self.l1 > 0:
+            return self.orthant_wise_step(objective)
         evaluations = 0
         if self.grad is None:
             self.loss, self.grad = objective()
@@ -339,6 +407,70 @@ class LBFGS:
         self.loss, self.grad = f_new, g_new
         return LBFGSInfo(f_new, t, evaluations, math.sqrt(dot(g_new, g_new)))
 
+    def orthant_wise_step(self, objective: Objective) -> LBFGSInfo:
+        """One OWL-QN iteration (module docstring); ``loss`` is f + l1 ||x||_1.
+
+        The projection needs no orthant tensor: where x_i = 0 the direction already has the
+        sign of -pg_i (or is 0), which is xi_i, so pi only zeroes the coordinates that cross
+        zero, x_i(t) x_i < 0.  The pseudo-gradient and F at the new point are kept for the next
+        iteration."""
+        evaluations = 0
+        if self.grad is None:
+            self.loss, self.grad = objective()
+            evaluations += 1
+            self.pseudo = None
+        x, l1 = self.params, self.l1
+        g = self.grad
+        total = self.loss + l1 * norm1(x)
+        if self.pseudo is None:
+            self.pseudo = pseudo_gradient(x, g, l1)
+        pg = self.pseudo
+        d = self.direction(pg)
+        for di, pgi in zip(d, pg, strict=True):  # only where it descends along -pg
+            di.masked_fill_(di * pgi >= 0, 0.0)
+        gd = dot(pg, d)
+        if not gd < 0:  # the direction left nothing: restart from -pg
+            self.pairs.clear()
+            d = [-pgi for pgi in pg]
+            gd = dot(pg, d)
+            if not gd < 0:  # pg = 0: x is the optimum
+                return LBFGSInfo(total, 0.0, evaluations, 0.0, accepted=False)
+        start = [xi.clone() for xi in x]
+        t = 1.0 if self.pairs else 1.0 / max(math.sqrt(-gd), 1e-12)
+        for _ in range(self.max_linesearch):
+            for xi, x0, di in zip(x, start, d, strict=True):
+                torch.add(x0, di, alpha=t, out=xi)
+                xi.masked_fill_(xi * x0 < 0, 0.0)  # pi: a coordinate that crosses 0 stops there
+            f_new, g_new = objective()
+            evaluations += 1
+            total_new = f_new + l1 * norm1(x)
+            moved = sum(  # pg . (x(t) - x)
+                float(torch.dot(p.reshape(-1), (xi - x0).reshape(-1)))
+                for p, xi, x0 in zip(pg, x, start, strict=True)
+            )
+            armijo = total_new <= total + self.c1 * moved
+            if math.isfinite(total_new) and armijo and total_new < total:  # (< : no stalling at
+                break  # the optimum, where rounding makes the Armijo test hold with F unchanged)
+            if math.isfinite(total_new):  # as L-BFGS: the quadratic through F, pg.d, F(x(t))
+                t_q = -gd * t * t / (2.0 * (total_new - total - gd * t))
+                t = min(max(t_q, 0.1 * t), 0.5 * t)
+            else:
+                t *= 0.1
+        else:
+            for xi, x0 in zip(x, start, strict=True):  # back to x
+                xi.copy_(x0)
+            return LBFGSInfo(total, 0.0, evaluations, math.sqrt(dot(pg, pg)), accepted=False)
+        for x0, xi in zip(start, x, strict=True):  # start becomes s = x_new - x
+            x0.sub_(xi).neg_()
+        for gi, gn in zip(g, g_new, strict=True):  # g becomes y = g_new - g
+            gi.sub_(gn).neg_()
+        sy = dot(start, g)
+        if sy > 1e-10 * dot(g, g):
+            self.pairs.append((start, g, 1.0 / sy))
+        self.loss, self.grad = f_new, g_new
+        self.pseudo = pseudo_gradient(x, g_new, l1)
+        return LBFGSInfo(total_new, t, evaluations, math.sqrt(dot(self.pseudo, self.pseudo)))
+
 
 CHECK_EVERY = 5  # iterations between the ranks' weight checksums (several ranks)
 
@@ -370,15 +502,16 @@ class LBFGSTraining(Optimization):
             self.support = support.to(device)
             self.support.zero_outside_(tables)
         log.info(
-            "CRF L-BFGS: %d documents in %d DP buckets, %d parameters%s, sigma2 %g",
+            "CRF L-BFGS: %d documents in %d DP buckets, %d parameters%s, sigma2 %g%s",
             self.features.num_docs,
             len(self.buckets),
             sum(t.numel() for t in tables),
             f" ({self.support.size} in the observed support)" if self.support else "",
             self.learner.sigma2,
+            f", c1 {self.learner.c1:g} (OWL-QN)" if self.learner.c1 > 0 else "",
         )
         params = self.support.gather(tables) if self.support else tables
-        self.opt = LBFGS(params, history=self.learner.history)
+        self.opt = LBFGS(params, history=self.learner.history, l1=self.learner.c1)
         self.last: dict = {}  # nll and posterior errors of the last evaluation
 
     def objective(self) -> tuple[float, list[Tensor]]:
@@ -396,14 +529,20 @@ class LBFGSTraining(Optimization):
             self.support.scatter_(self.tables, self.opt.params)
         if k % CHECK_EVERY == 0:
             self.group.check_identical(self.weights.tables(), f"CRF L-BFGS iteration {k}")
+        extra = {"step": info.step, "grad_norm": info.grad_norm}
+        if self.learner.c1 > 0:  # the sparsity OWL-QN reaches, iteration by iteration
+            extra["nonzero_weights"] = sum(int(torch.count_nonzero(p)) for p in self.opt.params)
         return Iteration(
             objective=info.loss,
             nll=self.last["nll"],
             errors=self.last["errors"],
             updates=info.evaluations,
-            extra={"step": info.step, "grad_norm": info.grad_norm},
+            extra=extra,
             accepted=info.accepted,
         )
+
+    def trainable(self) -> list[Tensor]:
+        return self.opt.params  # the observed support's entries, or the whole tables
 
     def report(self, ep: EpochLog) -> None:
         log.info(

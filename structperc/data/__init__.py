@@ -1,5 +1,7 @@
-"""Data: Documents, CoNLL reading and writing, IOB tag helpers, corpus loading, synthetic data."""
+"""Data: Documents, CoNLL reading and writing, the column corpus and its tag schemes, IOB tag
+helpers, corpus loading, synthetic data."""
 
+from .column_corpus import ColumnCorpus, ColumnFormat
 from .conll import (
     DEFAULT_DOCUMENTS,
     LABEL_COLUMN,
@@ -21,6 +23,7 @@ from .loading import (
     to_dataset,
     to_documents,
 )
+from .schemes import detect_scheme, from_iob2, to_iob2
 from .synthetic import make_corpus
 from .tags import TagError, iob1_to_iob2, iob2_to_iobes, iobes_to_iob2, spans, split_tag
 from .treebank import as_treebank, treebank_tokens
@@ -32,10 +35,14 @@ __all__ = [
     "LAYOUTS",
     "SCHEMES",
     "SPLITS",
+    "ColumnCorpus",
+    "ColumnFormat",
     "ConllFormatError",
     "Document",
     "TagError",
     "as_treebank",
+    "detect_scheme",
+    "from_iob2",
     "has_docstart",
     "iob1_to_iob2",
     "iob2_to_iobes",
@@ -50,6 +57,7 @@ __all__ = [
     "split_tag",
     "to_dataset",
     "to_documents",
+    "to_iob2",
     "treebank_tokens",
     "write_conll",
 ]

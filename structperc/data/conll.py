@@ -9,11 +9,20 @@ to IOB2, keeps document and sentence boundaries, and turns every malformed line 
 ``ConllFormatError`` that names the file, the line and what was expected.  The writer puts the
 columns back and appends a prediction column, the input conlleval expects.
 
-Other layouts are read with a column map (``columns``): one name per column, among ``token``,
-``pos``, ``chunk``, the layout's label column (``ner`` for CoNLL-2003, ``chunk`` for CoNLL-2000)
-and ``_`` for a column to skip (character offsets, a ``-`` placeholder ...), e.g.
-``[token]``, ``[token, ner]`` or ``[token, _, _, ner]``.  The label column's tags may be IOB1,
-IOB2 or IO (``scheme``; IO tags may also be bare types, ``PER``), all read as IOB2.
+Other layouts are read with a column map (``columns``): one name per column, ``token`` once,
+any other name (``pos``, ``chunk``, ``ner``, ``lemma``, ``cluster`` ...) for a column kept in
+``Document.columns``, and ``_`` for a column to skip (character offsets, a ``-`` placeholder ...),
+e.g. ``[token]``, ``[token, ner]`` or ``[token, _, _, ner]``.  The label column (``label``; the
+layout's by default: ``ner`` for CoNLL-2003, ``chunk`` for CoNLL-2000) becomes the tags.  Its
+tags may be in any scheme of ``data/schemes.py`` (``scheme``: IOB1, IOB2, IOE1, IOE2, IOBES,
+BILOU, IO with bare types allowed), all read as IOB2, or ``plain`` labels (POS tags) kept as
+they are; ``raw`` keeps them unconverted for a caller that tells the scheme itself.
+
+Further options of a user's corpus (``data=columns``): ``encoding`` (UTF-8 by default, a leading
+byte-order mark dropped; any codec Python names, ``latin-1`` ...), ``separator`` (``whitespace``:
+ASCII spaces and tabs; ``tab``: tabs only, so a token may hold spaces), ``documents`` (``docstart``,
+``sentence``, or a line of the file's own that separates documents, such as ``<doc>``) and
+``comments`` (skip lines that start with ``#``, as CoNLL-U's do).
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from dataclasses import replace
 from structperc.io import read_input_bytes, write_output_text
 
 from .document import Document
+from .schemes import CHUNK_SCHEMES, PLAIN, SchemeError, scheme_name, to_iob2
 from .tags import TagError, split_tag
 
 LAYOUTS: dict[str, tuple[str, ...]] = {
@@ -42,9 +52,12 @@ SCHEMES: dict[str, dict[str, str]] = {
 }
 # How documents are cut when the caller does not say: CoNLL-2000 has no -DOCSTART- lines.
 DEFAULT_DOCUMENTS: dict[str, str] = {"conll2003": "docstart", "conll2000": "sentence"}
-DOCUMENT_MODES = ("docstart", "sentence")
-COLUMN_NAMES = ("token", "pos", "chunk", "ner", "_")  # "_": a column to skip
-TAG_SCHEMES = ("iob1", "iob2", "io")
+DOCUMENT_MODES = ("docstart", "sentence")  # or a custom boundary line
+COLUMN_NAMES = ("token", "pos", "chunk", "ner", "_")  # the usual names; "_": a column to skip
+TAG_SCHEMES = ("iob1", "iob2", "io")  # converted while reading (the others after: _convert)
+RAW = "raw"  # the label column unconverted
+SEPARATORS = ("whitespace", "tab")
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")  # a column name
 DOCSTART = "-DOCSTART-"
 BLANK = " \t"  # the characters that separate columns
 # A maximal run of non-blank lines (a blank line holds spaces and tabs at most): one sentence,
@@ -63,6 +76,8 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # Set on Documents read in "docstart" mode, so write_conll can restore the -DOCSTART- lines.
 # An instance attribute, not a dataclass field: Document's fields stay as they are.
 _DOCSTART_FLAG = "_conll_docstart"
+# The file line of each sentence's first token, for messages about a document's tags.
+_LINES = "_conll_sentence_lines"
 
 
 class ConllFormatError(ValueError):
@@ -78,6 +93,21 @@ def mark_docstart(doc: Document, value: bool = True) -> Document:
 def has_docstart(doc: Document) -> bool:
     """Whether ``doc`` was read in "docstart" mode (see ``mark_docstart``)."""
     return bool(getattr(doc, _DOCSTART_FLAG, False))
+
+
+def sentence_lines(doc: Document) -> list[int] | None:
+    """The file line of each sentence's first token of a document ``read_conll`` made."""
+    return getattr(doc, _LINES, None)
+
+
+def token_line(doc: Document, index: int) -> str:
+    """ "path:line" of token ``index`` of ``doc`` (its source's path and the line read)."""
+    lines = sentence_lines(doc)
+    path = doc.source.rsplit(":", 1)[0]
+    if not lines:
+        return doc.source or "?"
+    s = max(k for k, start in enumerate(doc.sentence_starts) if start <= index)
+    return f"{path}:{lines[s] + index - doc.sentence_starts[s]}"
 
 
 def with_columns(doc: Document, **columns: list[str]) -> Document:
@@ -134,15 +164,43 @@ class _IobColumn:
 def read_utf8(path: str | os.PathLike) -> tuple[str, str]:
     """The UTF-8 text of ``path`` (a leading BOM dropped; ``"-"``: standard input) and the name
     to report it by; ConllFormatError naming the line of a byte that is not UTF-8."""
+    return read_encoded(path, "utf-8")
+
+
+def check_encoding(encoding: str) -> str:
+    """Python's name of the codec ``encoding``; ValueError for one it does not know."""
+    try:
+        return codecs.lookup(encoding).name
+    except (LookupError, TypeError):
+        raise ValueError(
+            f"unknown encoding {encoding!r}: expected a codec Python knows (utf-8, latin-1, "
+            "cp1252, utf-16 ...)"
+        ) from None
+
+
+def read_encoded(path: str | os.PathLike, encoding: str = "utf-8") -> tuple[str, str]:
+    """The text of ``path`` in ``encoding`` (``"-"``: standard input) and the name to report it
+    by.  A UTF-8 byte-order mark is dropped from UTF-8 text and refused in another 8-bit one
+    (it would read as three letters); UTF-16 and UTF-32 read their own.  ConllFormatError
+    naming the line of a byte the codec cannot read."""
+    codec = check_encoding(encoding)
     data, name = read_input_bytes(path)
     if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8) :]
+        if codec in ("utf-8", "utf-8-sig"):
+            data = data[len(codecs.BOM_UTF8) :]
+        elif not codec.startswith(("utf-16", "utf-32")):
+            raise ConllFormatError(
+                f"{name}:1: the file starts with a UTF-8 byte-order mark, but the encoding is "
+                f"{encoding}: expected {encoding} text (or encoding utf-8)"
+            )
     try:
-        return data.decode("utf-8"), name
+        return data.decode(codec), name
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
+        what = "UTF-8" if codec == "utf-8" else encoding
+        byte = f"0x{data[err.start]:02x}"
         raise ConllFormatError(
-            f"{name}:{line}: expected UTF-8 text, found byte 0x{data[err.start]:02x} ({err.reason})"
+            f"{name}:{line}: expected {what} text, found byte {byte} ({err.reason})"
         ) from None
 
 
@@ -180,6 +238,24 @@ def check_controls(text: str, path: str) -> None:
     )
 
 
+def check_column_map(columns: Sequence[str]) -> tuple[str, ...]:
+    """``columns`` as a tuple when it is a column map (one ``token``, other names once each,
+    ``_`` any number of times); else ValueError saying what is expected."""
+    columns = tuple(columns)
+    named = [c for c in columns if c != "_"]
+    if (
+        columns.count("token") != 1
+        or len(set(named)) < len(named)
+        or not all(isinstance(c, str) and _NAME.fullmatch(c) for c in named)
+    ):
+        raise ValueError(
+            f"input columns {list(columns)}: expected one 'token' and other names at most once "
+            f"each (such as {', '.join(COLUMN_NAMES[1:-1])}, lemma; letters, digits, _ . -), "
+            "'_' for a column to skip"
+        )
+    return columns
+
+
 def read_conll(
     path: str | os.PathLike,
     layout: str = "conll2003",
@@ -187,46 +263,62 @@ def read_conll(
     max_docs: int | None = None,
     columns: Sequence[str] | None = None,
     scheme: str | None = None,
+    *,
+    label: str | None = None,
+    encoding: str = "utf-8",
+    separator: str = "whitespace",
+    comments: bool = False,
+    tag_columns: dict[str, str] | None = None,
+    optional_label: bool = False,
 ) -> list[Document]:
     """Read a CoNLL file into Documents with IOB2 tags.
 
     layout:    a key of LAYOUTS; it names the columns.  A file with one column fewer (no label
                column) is read as unlabeled input: ``tags`` is None.
-    columns:   a column map instead (module docstring): exactly these columns; without the
-               label column the input is unlabeled.
-    scheme:    the label column's tag scheme, "iob1", "iob2" or "io" (None: the layout's).
+    columns:   a column map instead (module docstring): exactly these columns, or all but the
+               label column (unlabeled input).
+    label:     the column that holds the tags (default: the layout's, ``LABEL_COLUMN``); a
+               column map without it is unlabeled input.
+    scheme:    the label column's tag scheme: one of ``data/schemes.py``'s (``iob1``, ``iob2``,
+               ``ioe1``, ``ioe2``, ``iobes``, ``bilou``, ``io``), all read as IOB2; ``plain``
+               (labels kept as they are) or ``raw`` (not converted).  None: the layout's.
+    tag_columns: other columns read as chunk tags and converted to IOB2, name -> scheme
+               (default: the layout's, CoNLL-2003's ``chunk`` in IOB1; none with a column map).
     documents: "docstart": a document is everything between ``-DOCSTART-`` lines, its sentences
                concatenated, ``sentence_starts`` marking them; "sentence": each sentence is a
-               document and ``-DOCSTART-`` lines are skipped.  None: the layout's default
-               (DEFAULT_DOCUMENTS: "docstart" for conll2003, "sentence" for conll2000).
+               document and ``-DOCSTART-`` lines are skipped; any other text: the line (or first
+               column) of the file that separates documents, e.g. ``<doc>``.  None: the
+               layout's default (DEFAULT_DOCUMENTS: "docstart" for conll2003, "sentence" for
+               conll2000).
     max_docs:  stop after this many documents (the rest of the file is not read).
+    encoding, separator, comments: the module docstring's.
+    optional_label: a column map's file may lack its label column (unlabeled input to tag).
 
-    ``columns`` holds every column but the token and the label ("pos", "chunk"); IOB columns
-    (the label, and CoNLL-2003's chunk column) are converted from IOB1 to IOB2 per sentence.
-    Columns are separated by ASCII spaces and tabs (module docstring); lines end in LF, CRLF or
-    CR.  Raises ConllFormatError for a malformed file (a control character in a column too).
+    ``columns`` holds every column but the token and the label; IOB columns are converted to
+    IOB2 per sentence.  Lines end in LF, CRLF or CR.  Raises ConllFormatError, naming the file
+    and line, for a malformed file (a control character in a column, a tag the scheme does not
+    read, a boundary line that never occurs ...), ValueError for bad arguments.
     """
     _check_layout(layout)
     if columns is not None:
-        columns = tuple(columns)
-        bad = [c for c in columns if c not in COLUMN_NAMES]
-        if (
-            bad
-            or "token" not in columns
-            or len(set(c for c in columns if c != "_")) < len([c for c in columns if c != "_"])
-        ):
+        columns = check_column_map(columns)
+    if scheme is not None and scheme != RAW:
+        try:
+            scheme = scheme_name(scheme)
+        except ValueError:
             raise ValueError(
-                f"input columns {list(columns)}: expected one 'token' and at most one each of "
-                f"{', '.join(COLUMN_NAMES[1:-1])}, '_' for a column to skip"
-            )
-    if scheme is not None and scheme not in TAG_SCHEMES:
-        raise ValueError(f"tag scheme must be one of {TAG_SCHEMES}, got {scheme!r}")
+                f"tag scheme must be one of {(*CHUNK_SCHEMES, PLAIN, RAW)}, got {scheme!r}"
+            ) from None
+    if separator not in SEPARATORS:
+        raise ValueError(f"separator must be one of {SEPARATORS}, got {separator!r}")
     mode = DEFAULT_DOCUMENTS[layout] if documents is None else documents
-    if mode not in DOCUMENT_MODES:
-        raise ValueError(f"documents must be one of {DOCUMENT_MODES}, got {documents!r}")
+    if not isinstance(mode, str) or not mode.strip(BLANK) or "\n" in mode or "\r" in mode:
+        raise ValueError(
+            f"documents must be one of {DOCUMENT_MODES} or a boundary line, got {documents!r}"
+        )
     if max_docs is not None and max_docs < 0:
         raise ValueError(f"max_docs must be >= 0 or None, got {max_docs}")
-    text, name = read_utf8(path)
+    text, name = read_encoded(path, encoding)
     text = universal_newlines(text)
     if max_docs == 0:
         return []
@@ -234,11 +326,28 @@ def read_conll(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        parser = _Parser(name, layout, mode == "docstart", columns, scheme)
+        parser = _Parser(name, layout, mode, columns, scheme, label, tag_columns)
+        parser.tabs, parser.optional_label = separator == "tab", optional_label
+        if comments:
+            text = _blank_comments(text, parser.boundary)
         return parser.parse(text, max_docs)
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+_COMMENT = re.compile(r"^[ \t]*#[^\n]*", re.MULTILINE)
+
+
+def _blank_comments(text: str, boundary: str) -> str:
+    """``text`` with its comment lines (``#`` first) emptied, but a boundary line that is one;
+    the line numbers stay."""
+    return _COMMENT.sub(lambda m: m.group() if m.group().strip(BLANK) == boundary else "", text)
+
+
+def _tab_fields(line: str) -> list[str]:
+    """The tab-separated columns of a line (ASCII spaces around each dropped)."""
+    return [f.strip(" ") for f in line.strip(BLANK).split("\t")]
 
 
 class _Parser:
@@ -248,18 +357,31 @@ class _Parser:
         self,
         path: str,
         layout: str,
-        docstart: bool,
+        mode: str,
         columns: tuple[str, ...] | None = None,
         scheme: str | None = None,
+        label: str | None = None,
+        tag_columns: dict[str, str] | None = None,
     ) -> None:
         self.path = path
         self.names = LAYOUTS[layout] if columns is None else columns
         self.fixed = columns is not None  # a column map: exactly these columns
-        self.label = LABEL_COLUMN[layout]
-        self.schemes = dict(SCHEMES[layout])
+        self.label = LABEL_COLUMN[layout] if label is None else label
+        if tag_columns is None:
+            self.schemes = dict(SCHEMES[layout])
+        else:
+            self.schemes = {c: scheme_name(s) for c, s in tag_columns.items()}
         if scheme is not None:
             self.schemes[self.label] = scheme
-        self.docstart = docstart
+        # converted while reading (the fast path) or after (_convert); raw and plain: never
+        self.after = {c: s for c, s in self.schemes.items() if s not in TAG_SCHEMES}
+        self.schemes = {c: s for c, s in self.schemes.items() if s in TAG_SCHEMES}
+        self.docstart = mode != "sentence"
+        self.boundary = DOCSTART if mode in DOCUMENT_MODES else mode.strip(BLANK)
+        self.custom = mode not in DOCUMENT_MODES
+        self.boundaries = 0  # boundary lines seen
+        self.tabs = False  # separator=tab
+        self.optional_label = False  # a column map's file may lack the label column
         self.width = 0  # columns per token line, fixed by the first one
         self.first_line = 0
         self.label_index = -1  # field index of the label column, -1 for unlabeled input
@@ -274,19 +396,26 @@ class _Parser:
         self.cols: list[list[str]] = [[] for _ in self.other]
         self.labels: list[str] = []
         self.starts: list[int] = []
+        self.lines: list[int] = []
         self.source = ""
 
     def _set_width(self, fields: list[str], lineno: int) -> None:
         names, label = self.names, self.label
-        if self.fixed and len(fields) != len(names):
+        optional = self.optional_label and label in names
+        if (
+            self.fixed
+            and len(fields) != len(names)
+            and not (optional and len(fields) == len(names) - 1)
+        ):
             raise ConllFormatError(
-                f"{self.path}:{lineno}: expected {len(names)} columns ({' '.join(names)}), "
-                f"got {len(fields)}: {' '.join(fields)!r}"
+                f"{self.path}:{lineno}: expected {len(names)} columns ({' '.join(names)})"
+                + (f" or {len(names) - 1} without {label}" if optional else "")
+                + f", got {len(fields)}: {' '.join(fields)!r}"
             )
         if len(fields) == len(names):
             used = names
             self.label_index = names.index(label) if label in names else -1
-        elif len(fields) == len(names) - 1:
+        elif len(fields) == len(names) - 1 and label in names:
             used = tuple(n for n in names if n != label)
         else:
             unlabeled = " ".join(n for n in names if n != label)
@@ -313,12 +442,20 @@ class _Parser:
                 f"{self.path}:{first_line + j}: expected {width} columns like line "
                 f"{self.first_line}, got {len(rows[j])}: {lines[j].strip(BLANK)!r}"
             )
+        if self.tabs:
+            for j, row in enumerate(rows):
+                if "" in row:
+                    raise ConllFormatError(
+                        f"{self.path}:{first_line + j}: column {row.index('') + 1} is empty: "
+                        f"expected {width} tab-separated columns, got {lines[j]!r}"
+                    )
         columns: list[Sequence[str]] = list(zip(*rows, strict=True))
         for c in self.iob:
             columns[c.index] = c.convert(columns[c.index], self.path, first_line)
         if not self.tokens:
             self.source = f"{self.path}:{first_line}"
         self.starts.append(len(self.tokens))
+        self.lines.append(first_line)
         self.tokens.extend(columns[self.token_index])
         for (i, _), col in zip(self.other, self.cols, strict=True):
             col.extend(columns[i])
@@ -334,18 +471,25 @@ class _Parser:
                 sentence_starts=self.starts,
                 source=self.source,
             )
-            self.out.append(mark_docstart(doc, self.docstart))
+            setattr(doc, _LINES, self.lines)
+            self.out.append(mark_docstart(doc, self.docstart and not self.custom))
         self._new_doc()
 
     def _end_sentence_doc(self) -> None:
         if not self.docstart:
             self._end_doc()
 
+    def _is_boundary(self, line: str) -> bool:
+        if self.custom:
+            return line.strip(BLANK) == self.boundary or self.split(line)[0] == self.boundary
+        return self.split(line)[0] == DOCSTART
+
     def _add_block(self, lines: list[str], first_line: int) -> None:
-        """A block of non-blank lines that contains a -DOCSTART- line somewhere."""
+        """A block of non-blank lines that contains a boundary line somewhere."""
         start = 0
         for j, line in enumerate(lines):
-            if self.split(line)[0] == DOCSTART:
+            if self._is_boundary(line):
+                self.boundaries += 1
                 if j > start:
                     self._add_sentence(lines[start:j], first_line + start)
                     self._end_sentence_doc()
@@ -359,21 +503,22 @@ class _Parser:
     def parse(self, text: str, max_docs: int | None) -> list[Document]:
         """The documents of ``text`` (LF line ends: ``universal_newlines``)."""
         check_controls(text, self.path)
-        self.split = split_columns(text)
+        self.split = _tab_fields if self.tabs else split_columns(text)
         out = self.out
         pos, lineno = 0, 1
+        boundary = self.boundary
         for m in _BLOCK.finditer(text):
             lineno += text.count("\n", pos, m.start())
             pos = m.start()
             block = m.group()
             lines = block.split("\n")
-            if DOCSTART in block:
+            if boundary in block:
                 self._add_block(lines, lineno)
             else:
                 self._add_sentence(lines, lineno)
                 self._end_sentence_doc()
             if max_docs is not None and len(out) >= max_docs:
-                return out[:max_docs]
+                return self._convert(out[:max_docs])
         self._end_doc()
         if not out:
             last = max(1, text.count("\n") + (not text.endswith("\n")))
@@ -381,14 +526,61 @@ class _Parser:
                 f"{self.path}:{last}: expected at least one token line "
                 f"({' '.join(self.names)}), found none: the file is empty"
             )
-        return out[:max_docs] if max_docs is not None else out
+        if self.custom and not self.boundaries:
+            raise ConllFormatError(
+                f"{self.path}:1: documents={boundary!r}: no such line in the file: expected "
+                f"documents to be {' or '.join(DOCUMENT_MODES)} or a line that separates them"
+            )
+        return self._convert(out[:max_docs] if max_docs is not None else out)
+
+    def _convert(self, docs: list[Document]) -> list[Document]:
+        """Convert the columns in other schemes than IOB1/IOB2/IO to IOB2 (``convert_tags``)."""
+        for name, scheme in self.after.items():
+            if scheme in (RAW, PLAIN):
+                continue
+            for doc in docs:
+                if name == self.label and doc.tags is not None:
+                    doc.tags = convert_tags(doc, doc.tags, scheme, name)
+                elif name in doc.columns:
+                    doc.columns[name] = convert_tags(doc, doc.columns[name], scheme, name)
+        return docs
 
 
-def _doc_rows(doc: Document, prediction: Sequence[str] | None) -> list[tuple[str, ...]]:
-    """The output columns of each token: token, other columns, gold tag, prediction."""
-    named = [("tokens", doc.tokens), *doc.columns.items()]
-    if doc.tags is not None:
-        named.append(("tags", doc.tags))
+def convert_tags(doc: Document, tags: list[str], scheme: str, column: str = "label") -> list[str]:
+    """One column of ``doc`` (its ``tags`` or another) read in ``scheme`` and written in IOB2,
+    sentence by sentence; ConllFormatError naming the file and line of a tag it cannot read."""
+    out: list[str] = []
+    for s, e in doc.sentence_spans():
+        try:
+            out.extend(to_iob2(tags[s:e], scheme))
+        except SchemeError as err:
+            raise ConllFormatError(f"{token_line(doc, s + err.index)}: {column}: {err}") from None
+    return out
+
+
+def _doc_rows(
+    doc: Document,
+    prediction: Sequence[str] | None,
+    layout: Sequence[str] | None = None,
+    label: str | None = None,
+) -> list[tuple[str, ...]]:
+    """The output columns of each token: token, other columns, gold tag, prediction; with a
+    ``layout``, its columns in its order (``label`` the tags, ``_`` and absent ones as ``_``)."""
+    if layout is None:
+        named = [("tokens", doc.tokens), *doc.columns.items()]
+        if doc.tags is not None:
+            named.append(("tags", doc.tags))
+    else:
+        skip = ["_"] * len(doc.tokens)
+        named = []
+        for name in layout:
+            if name == "token":
+                named.append(("tokens", doc.tokens))
+            elif name == label:
+                if doc.tags is not None:
+                    named.append(("tags", doc.tags))
+            else:
+                named.append((name, doc.columns.get(name, skip)))
     if prediction is not None:
         named.append(("prediction", prediction))
     for name, col in named:
@@ -405,15 +597,22 @@ def write_conll(
     documents: Sequence[Document],
     predictions: Sequence[Sequence[str]] | None = None,
     docstart: bool | None = None,
+    *,
+    layout: Sequence[str] | None = None,
+    label: str | None = None,
+    separator: str = " ",
+    boundary: str = DOCSTART,
 ) -> None:
     """Write documents in their columns, plus the predicted tags as a last column.
 
     Each token line is: token, the other input columns, the gold tag when the document has
-    tags, the prediction when ``predictions`` is given (one tag list per document).  Sentences
-    are separated by blank lines.  With ``docstart`` (default: whether every document was read
-    in "docstart" mode), a ``-DOCSTART-`` line padded to the same column count
-    (``-DOCSTART- -X- -X- O O`` for CoNLL-2003 with gold and predicted tags) and a blank line
-    come before each document, as conlleval needs one column count throughout.
+    tags, the prediction when ``predictions`` is given (one tag list per document); with a
+    ``layout`` (a column map, ``label`` its tag column) the columns in its order instead, ``_``
+    for a skipped or absent one.  Columns are joined by ``separator``; sentences are separated
+    by blank lines.  With ``docstart`` (default: whether every document was read in "docstart"
+    mode), a ``-DOCSTART-`` line padded to the same column count (``-DOCSTART- -X- -X- O O``
+    for CoNLL-2003 with gold and predicted tags; another ``boundary`` line as it is) and a blank
+    line come before each document, as conlleval needs one column count throughout.
     The file is written to a temporary file in the same folder and then renamed into place.
     """
     if predictions is not None and len(predictions) != len(documents):
@@ -425,15 +624,18 @@ def write_conll(
         docstart = bool(documents) and all(has_docstart(d) for d in documents)
     chunks: list[str] = []
     for k, doc in enumerate(documents):
-        rows = _doc_rows(doc, None if predictions is None else predictions[k])
-        if docstart:
+        rows = _doc_rows(doc, None if predictions is None else predictions[k], layout, label)
+        if docstart and boundary != DOCSTART:
+            chunks.append(boundary + "\n\n")
+        elif docstart:
             n_tags = (doc.tags is not None) + (predictions is not None)
-            head = [DOCSTART] + ["-X-"] * len(doc.columns) + ["O"] * n_tags
-            chunks.append(" ".join(head) + "\n\n")
+            width = len(rows[0]) if rows else 1 + len(doc.columns) + n_tags
+            head = [DOCSTART] + ["-X-"] * (width - 1 - n_tags) + ["O"] * n_tags
+            chunks.append(separator.join(head) + "\n\n")
         bounds = [*doc.sentence_starts, len(rows)]
         if bounds[0] != 0:
             bounds.insert(0, 0)
         for a, b in zip(bounds, bounds[1:], strict=False):
             if b > a:
-                chunks.append("".join(" ".join(row) + "\n" for row in rows[a:b]) + "\n")
+                chunks.append("".join(separator.join(row) + "\n" for row in rows[a:b]) + "\n")
     write_output_text(path, "".join(chunks))  # "-": standard output

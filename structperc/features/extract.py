@@ -32,6 +32,53 @@ KEY_SHIFT = 42
 
 
 @dataclass
+class FactorColumn:
+    """An attribute column as its distinct values and each token's index into them: the column
+    ``[values[i] for i in index]``, whose functions (``map``) and codes cost once per distinct
+    value instead of once per token (the feature templates' columns, ``template_features.py``).
+
+    values: [U] distinct values (str or None: no feature; after ``map`` they may repeat).
+    index:  [N] int64, each token's value.
+    """
+
+    values: list[str | None]
+    index: np.ndarray
+
+    @classmethod
+    def of(cls, column: list[str | None]) -> FactorColumn:
+        seen: dict[str | None, int] = {}
+        index = np.fromiter(
+            (seen.setdefault(v, len(seen)) for v in column), dtype=np.int64, count=len(column)
+        )
+        return cls(list(seen), index)
+
+    def map(self, fn) -> FactorColumn:
+        """``fn`` of every value (None stays None), the tokens' indexes shared."""
+        return FactorColumn([None if v is None else fn(v) for v in self.values], self.index)
+
+    def tolist(self) -> list[str | None]:
+        return [self.values[i] for i in self.index.tolist()]
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            return [self.values[i] for i in self.index[item].tolist()]
+        return self.values[self.index[item]]
+
+
+Column = list[str | None] | FactorColumn
+
+
+def distinct_values(column: Column) -> set[str]:
+    """The values (not None) a column holds."""
+    if isinstance(column, FactorColumn):
+        return {column.values[i] for i in np.unique(column.index).tolist()} - {None}
+    return {v for v in column if v is not None}
+
+
+@dataclass
 class FeatureMatrix:
     """CSR features of a list of documents.
 
@@ -66,10 +113,20 @@ class FeatureMatrix:
 class Vocabulary:
     """Attribute dictionaries and the kept feature keys, frozen after ``fit``."""
 
-    def __init__(self, templates: list[Template], min_count: int = 2, boundary: bool = False):
+    def __init__(
+        self,
+        templates: list[Template],
+        min_count: int = 2,
+        boundary: bool = False,
+        min_counts: list[int] | None = None,
+    ):
         self.templates = templates
         self.min_count = min_count
         self.boundary = boundary
+        # per template, its own cutoff (feature templates' ``min_count=N``); None: min_count
+        self.min_counts = None if min_counts is None else [int(c) for c in min_counts]
+        if self.min_counts is not None and len(self.min_counts) != len(templates):
+            raise ValueError(f"{len(self.min_counts)} min_counts for {len(templates)} templates")
         self.values: dict[str, list[str]] = {}  # attribute -> values seen in training
         self.keys = np.zeros(0, dtype=np.int64)  # sorted kept keys; feature id = rank
         self._index: dict[str, dict[str, int]] = {}
@@ -85,7 +142,7 @@ class Vocabulary:
     def fit(self, columns: dict[str, list[str | None]], doc_ids: np.ndarray) -> Vocabulary:
         """Freeze the attribute dictionaries and the keys seen >= min_count times."""
         for name in self.attributes:
-            vals = sorted({v for v in columns[name] if v is not None})
+            vals = sorted(distinct_values(columns[name]))
             if self.boundary:
                 reach = max((abs(o) for t in self.templates for _, o in t), default=0)
                 vals += [_boundary_value(d) for d in range(-reach, reach + 1) if d]
@@ -95,7 +152,8 @@ class Vocabulary:
         for j, col in enumerate(self._template_codes(columns, doc_ids)):
             present = col[col >= 0]
             uniq, counts = np.unique(present, return_counts=True)
-            keys.append((np.int64(j) << KEY_SHIFT) | uniq[counts >= self.min_count])
+            cutoff = self.min_count if self.min_counts is None else self.min_counts[j]
+            keys.append((np.int64(j) << KEY_SHIFT) | uniq[counts >= cutoff])
         self.keys = np.sort(np.concatenate(keys)) if keys else self.keys
         return self
 
@@ -121,8 +179,16 @@ class Vocabulary:
         np.cumsum(mask.sum(axis=1), out=offsets[1:])
         return dense[mask], offsets
 
-    def _codes(self, columns: dict[str, list[str | None]], name: str) -> np.ndarray:
+    def _codes(self, columns: dict[str, Column], name: str) -> np.ndarray:
         index = self._index[name]
+        column = columns[name]
+        if isinstance(column, FactorColumn):  # the codes of the distinct values, gathered
+            table = np.fromiter(
+                (index.get(v, -1) if v is not None else -1 for v in column.values),
+                dtype=np.int64,
+                count=len(column.values),
+            )
+            return table[column.index] if len(table) else np.full(len(column), -1, np.int64)
         return np.fromiter(
             (index.get(v, -1) if v is not None else -1 for v in columns[name]),
             dtype=np.int64,
@@ -180,6 +246,22 @@ class Vocabulary:
                     )
                 yield np.where(valid, code, -1)
 
+    def feature_string(self, feature: int) -> str:
+        """Feature id -> ``TEMPLATE=VALUE`` (values of several parts joined by ``|``), e.g.
+        ``w[-1]=Paris``, ``pos[-1]|pos[0]=NNP|VBZ``; the bias is ``bias``."""
+        key = int(self.keys[feature])
+        template = self.templates[key >> KEY_SHIFT]
+        if not template:
+            return "bias"
+        code = key & ((1 << KEY_SHIFT) - 1)
+        values = []
+        for a, _ in reversed(template):  # mixed radix, the last part the least significant
+            width = max(len(self.values[a]), 1)
+            code, c = divmod(code, width)
+            values.append(self.values[a][c])
+        name = "|".join(f"{a}[{o}]" for a, o in template)
+        return f"{name}={'|'.join(reversed(values))}"
+
     # -- persistence ------------------------------------------------------------------------
     def state(self) -> tuple[dict, dict[str, torch.Tensor]]:
         """(JSON-able metadata, tensors) — no pickle."""
@@ -189,12 +271,16 @@ class Vocabulary:
             "boundary": self.boundary,
             "values": self.values,
         }
+        if self.min_counts is not None:  # (the state of a vocabulary without them stays)
+            meta["min_counts"] = self.min_counts
         return meta, {"feature_keys": torch.from_numpy(self.keys)}
 
     @classmethod
     def from_state(cls, meta: dict, tensors: dict[str, torch.Tensor]) -> Vocabulary:
         templates = [tuple((a, int(o)) for a, o in t) for t in meta["templates"]]
-        vocab = cls(templates, meta["min_count"], meta.get("boundary", False))
+        vocab = cls(
+            templates, meta["min_count"], meta.get("boundary", False), meta.get("min_counts")
+        )
         vocab.values = {a: list(v) for a, v in meta["values"].items()}
         vocab.keys = tensors["feature_keys"].numpy().astype(np.int64)
         vocab._build_index()

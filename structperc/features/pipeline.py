@@ -26,6 +26,7 @@ from structperc.features.external import (
     source_versions,
 )
 from structperc.features.extract import (
+    KEY_SHIFT,
     FeatureMatrix,
     Vocabulary,
     concat_columns,
@@ -40,6 +41,13 @@ from structperc.features.gazetteer import (
     jackknife_entries,
     read_gazetteer,
 )
+from structperc.features.gazetteer_files import GazetteerFamily, read_families
+from structperc.features.template_features import (
+    CompiledTemplates,
+    read_template_specs,
+    template_path,
+)
+from structperc.features.template_language import WORD, TemplateSpec
 from structperc.features.templates import make_templates
 from structperc.features.word_classes import word_class_columns, word_classes_from_config
 from structperc.progress import bar
@@ -91,6 +99,16 @@ class LocalFeatures:
             ``window``, and bigrams where ``bigram_attributes`` names them; the classes are
             built or read from their cache when the features are made, and travel with the
             fitted features (a saved model) as the gazetteers do.
+        templates: feature templates (``template_language.py``: ``w[-1]``, ``pos[0]/pos[1]``,
+            ``suffix3(w[0])``, ``cluster[0][:4]``, with per-template ``min_count=`` and
+            ``edges=false``) instead of the named attributes: ``attributes``, ``window``,
+            ``bigram_attributes`` and ``trigram_attributes`` are then not used.  Expanded
+            against the training corpus's columns when the features are fitted.
+        template_file: a file of templates, one a line (or a shipped preset's name:
+            ``kazama``, Table 1), read before ``templates``.
+        gazetteer_files: the user's gazetteer lists (``gazetteer_files.py``), each its own
+            attribute family ``NAME.TYPE``; with the named attributes, each attribute is a
+            unigram within ``window`` and a bigram, like the external lists'.
     """
 
     def __init__(
@@ -112,6 +130,9 @@ class LocalFeatures:
         trigram_attributes: tuple[str, ...] | list[str] = (),
         gazetteers: tuple[str, ...] | list[str] = (),
         word_classes: dict | None = None,
+        templates: list[str] | None = None,
+        template_file: str | None = None,
+        gazetteer_files: list | tuple = (),
     ):
         if gazetteer not in MODES:
             raise ValueError(f"features.gazetteer must be one of {MODES}, got {gazetteer!r}")
@@ -130,14 +151,27 @@ class LocalFeatures:
         classes = self.word_classes.attributes if self.word_classes else ()
         used = [a for a in attributes if a in TABLE1] + sorted(gaz_names) + list(external)
         used += list(classes)
+        self.gazetteer_families: list[GazetteerFamily] = read_families(gazetteer_files)
+        families = [a for f in self.gazetteer_families for a in f.attributes]
+        used += families
         bigrams = tuple(
             a for a in bigram_attributes if a in TABLE1 or a in gaz_names or a in classes
         )
-        bigrams += tuple(a for a in external if a not in bigrams)
+        bigrams += tuple(a for a in [*external, *families] if a not in bigrams)
         trigrams = tuple(a for a in trigram_attributes if a in TABLE1 or a in gaz_names)
-        self.templates = make_templates(tuple(used), window, bigrams, trigrams)
+        self.compiled: CompiledTemplates | None = None  # the templates' (after fit)
+        self.template_specs: list[TemplateSpec] | None = None
+        self.template_source: str | None = None
+        if templates or template_file:
+            self.template_specs = read_template_specs(templates, template_file)
+            self.template_source = template_path(template_file)  # (the cache key's file)
+            self.token_attributes = ()
+            self.templates = []  # expanded against the training corpus's columns by fit
+        else:
+            self.templates = make_templates(tuple(used), window, bigrams, trigrams)
         self.window = window
         self.min_count = min_count
+        self.boundary = boundary
         self.entries: Entries = {}
         if gazetteer != "none":
             if not gazetteer_path:
@@ -162,6 +196,8 @@ class LocalFeatures:
 
     # ------------------------------------------------------------------------------------
     def _columns(self, docs: list[Document], training: bool) -> dict[str, list[str | None]]:
+        if self.compiled is not None:
+            return self._template_columns(docs, self._gazetteer_columns(docs, training))
         shown = bar(docs, enabled=len(docs) >= 500, desc="attributes", unit="doc")
         per_doc = [token_attributes(d, self.token_attributes, self.flag_off) for d in shown]
         for cols, gaz in zip(per_doc, self._gazetteer_columns(docs, training), strict=True):
@@ -170,6 +206,58 @@ class LocalFeatures:
             for cols, doc in zip(per_doc, docs, strict=True):
                 cols.update(word_class_columns(self.word_classes, doc))
         return concat_columns(per_doc)
+
+    def _template_columns(
+        self, docs: list[Document], families: list[dict[str, list[str | None]]]
+    ) -> dict[str, list[str | None]]:
+        """The templates' attribute columns over ``docs`` (``families``: per document, the
+        gazetteer attributes' columns); an input column a document lacks has no values there."""
+        assert self.compiled is not None
+        bounds, start = [], 0
+        for doc in docs:
+            bounds.append((start, start + len(doc)))
+            start += len(doc)
+        base: dict[str, list[str | None]] = {WORD: [w for d in docs for w in d.tokens]}
+        needed = set(self.compiled.base_columns) - {WORD}
+        classes = set(self.word_classes.attributes) if self.word_classes is not None else set()
+        per_class = (
+            [word_class_columns(self.word_classes, d) for d in docs] if needed & classes else []
+        )
+        for name in sorted(needed):
+            if docs and name in families[0]:
+                base[name] = [v for f in families for v in f[name]]
+            elif name in classes:
+                base[name] = [v for c in per_class for v in c[name]]
+            else:
+                base[name] = [
+                    v for d in docs for v in (d.columns.get(name) or [None] * len(d.tokens))
+                ]
+        return self.compiled.columns(base, bounds, self.flag_off)
+
+    def _available_columns(self, docs: list[Document]) -> list[str]:
+        """What templates may name, in order: the token, the input columns (as the training
+        documents first give them), the gazetteer, external list, word class and gazetteer
+        file attributes (each family in the order of the named attributes)."""
+        columns = {WORD: None}
+        for doc in docs:
+            columns.update(dict.fromkeys(doc.columns))
+        if self.gazetteer != "none":
+            columns.update(dict.fromkeys(sorted(self.gazetteer_types)))
+        columns.update(dict.fromkeys(self.external_entries))
+        if self.word_classes is not None:
+            columns.update(dict.fromkeys(self.word_classes.attributes))
+        for family in self.gazetteer_families:
+            columns.update(dict.fromkeys(family.attributes))
+        return list(columns)
+
+    def input_columns(self) -> set[str]:
+        """The input columns (``Document.columns``) the features read: what a tagged input
+        must hold, or a column tagger fill."""
+        if self.compiled is not None:
+            families = set(self._available_columns([])) - {WORD}
+            return set(self.compiled.base_columns) - families - {WORD}
+        names = {"pos": "pos", "chk": "chunk"}
+        return {names[a] for a in self.vocab.attributes if a in names}
 
     def _gazetteer_columns(
         self, docs: list[Document], training: bool
@@ -200,6 +288,11 @@ class LocalFeatures:
             ):
                 # B/I inside a match, no feature outside one (see the class docstring)
                 cols.update({a: [None if t == "O" else t for t in ts] for a, ts in gaz.items()})
+        for family in self.gazetteer_families:
+            for cols, gaz in zip(
+                per_doc, family.columns(docs, training, self.gazetteer_folds), strict=True
+            ):
+                cols.update(gaz)
         return per_doc
 
     def _pieces(self, docs: list[Document]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -229,10 +322,14 @@ class LocalFeatures:
             end = min(start + PIECE_TOKENS, len(doc))
             lo, hi = max(0, start - reach), min(len(doc), end + reach)
             window = sub_document(doc, lo, hi)
-            cols = token_attributes(window, self.token_attributes, self.flag_off)
-            cols.update({a: values[lo:hi] for a, values in gazetteer.items()})
-            if self.word_classes is not None:
-                cols.update(word_class_columns(self.word_classes, window))
+            in_window = {a: values[lo:hi] for a, values in gazetteer.items()}
+            if self.compiled is not None:
+                cols = self._template_columns([window], [in_window])
+            else:
+                cols = token_attributes(window, self.token_attributes, self.flag_off)
+                cols.update(in_window)
+                if self.word_classes is not None:
+                    cols.update(word_class_columns(self.word_classes, window))
             ids, offsets = self.vocab.transform(cols, np.zeros(hi - lo, dtype=np.int64))
             first, last = offsets[start - lo], offsets[end - lo]
             yield ids[first:last], offsets[start - lo : end - lo + 1] - first
@@ -243,7 +340,19 @@ class LocalFeatures:
         return {a: EntryIndex(e) for a, e in self.external_entries.items()}
 
     def fit(self, train: list[Document]) -> LocalFeatures:
-        """Freeze the vocabulary on the training documents."""
+        """Freeze the vocabulary on the training documents (templates: first expanded against
+        their columns)."""
+        if self.template_specs is not None:
+            self.compiled = CompiledTemplates.build(
+                self.template_specs, self._available_columns(train)
+            )
+            self.templates = self.compiled.templates
+            self.vocab = Vocabulary(
+                self.templates,
+                self.min_count,
+                self.boundary,
+                self.compiled.min_counts(self.min_count),
+            )
         self.vocab.fit(self._columns(train, training=True), doc_index(train))
         return self
 
@@ -263,6 +372,15 @@ class LocalFeatures:
         return FeatureMatrix(
             torch.from_numpy(ids), torch.from_numpy(offsets), torch.from_numpy(doc_offsets)
         )
+
+    def node_only_mask(self) -> np.ndarray | None:
+        """[F] bool: the features of templates marked ``edges=false`` (node features only), or
+        None when there are none.  A template's features are a run of ids (keys sort by
+        template first)."""
+        if self.compiled is None or not any(self.compiled.node_only):
+            return None
+        flags = np.array(self.compiled.node_only, dtype=bool)
+        return flags[self.vocab.keys >> KEY_SHIFT]
 
     @property
     def num_features(self) -> int:
@@ -294,6 +412,13 @@ class LocalFeatures:
             }
         if self.word_classes is not None:  # (the state of a model without them stays as it was)
             meta["word_classes"] = self.word_classes.state()
+        if self.compiled is not None:  # (likewise)
+            meta["feature_templates"] = {
+                "lines": self.compiled.lines(),
+                "written": [spec.source for spec in self.template_specs or []],
+            }
+        if self.gazetteer_families:
+            meta["gazetteer_files"] = [f.state() for f in self.gazetteer_families]
         return meta, tensors
 
     @classmethod
@@ -318,6 +443,18 @@ class LocalFeatures:
         }
         classes = meta.get("word_classes")
         obj.word_classes = WordClasses.from_state(classes) if classes else None
+        obj.gazetteer_families = [
+            GazetteerFamily.from_state(f) for f in meta.get("gazetteer_files", [])
+        ]
         obj.vocab = Vocabulary.from_state(meta, tensors)
+        obj.boundary = obj.vocab.boundary
         obj.templates = obj.vocab.templates
+        obj.compiled, obj.template_specs, obj.template_source = None, None, None
+        if "feature_templates" in meta:
+            obj.compiled = CompiledTemplates.from_lines(
+                meta["feature_templates"]["lines"], "feature template"
+            )
+            obj.template_specs = obj.compiled.specs
+            if obj.compiled.templates != obj.templates:
+                raise ValueError("the model's feature templates do not match its vocabulary")
         return obj

@@ -18,6 +18,10 @@ instance, and never the weight tables' layout.  It declares, instead of being pr
     base_scale β, the scale of a first model's score as a reranking feature (Collins 2002)
     vote       whether it predicts by the votes of every intermediate weight vector (Freund &
                Schapire's voted perceptron; the updater then records the updates)
+
+A learner that keeps state of its own beside the weights (AROW's per-weight variances) sets it
+up in ``start`` (``train.fit`` calls it before training) and hands it to the per-epoch checkpoint
+through ``state`` / ``load_state``, so a killed run resumes with it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only
+    from torch import Tensor
+
     from structperc.model.updates import Updater
 
 
@@ -77,6 +83,18 @@ class Learner:
         """Train on all of ``data`` at once (``online = False``); returns a ``fitting.FitResult``.
         ``group``: the ``distributed.Group`` training together (None: this process alone)."""
         raise NotImplementedError(f"{type(self).__name__} trains online: use train.fit")
+
+    def start(self, updater: Updater) -> None:
+        """Fresh learner state for training ``updater.weights`` (default: none to keep)."""
+
+    def state(self) -> dict[str, Tensor]:
+        """The learner's own tensors for a checkpoint (default: none)."""
+        return {}
+
+    def load_state(self, state: dict[str, Tensor]) -> None:
+        """Restore what ``state`` returned (after ``start``)."""
+        if state:
+            raise ValueError(f"{type(self).__name__} keeps no state, got {sorted(state)}")
 
     @property
     def name(self) -> str:

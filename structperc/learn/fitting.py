@@ -71,6 +71,8 @@ class FitResult:
     bpm_seconds:  time of the BPM initialisation (0 without one).
     resumed_from: the epoch a resumed run started after (None: not resumed).
     previous_seconds: training time of the epochs before the resume.
+    summary:      what the learner reports of the trained model (the CRF: its parameters and
+                  non-zero weights), for results.json.
     """
 
     epochs: int
@@ -80,6 +82,7 @@ class FitResult:
     bpm_seconds: float = 0.0
     resumed_from: int | None = None
     previous_seconds: float = 0.0
+    summary: dict = field(default_factory=dict)
 
     @property
     def train_seconds(self) -> float:

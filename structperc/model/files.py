@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from structperc.features.pipeline import LocalFeatures
+from structperc.features.template_language import TemplateError
 from structperc.io import (
     atomic_save_tensors,
     atomic_write_json,
@@ -162,6 +163,8 @@ def _from_state(path: Path, key: str, build, *args):
     wrong shape raised again as ValueError naming ``path`` and the key of model.json."""
     try:
         return build(*args)
+    except TemplateError as err:  # a template the model names and this process cannot read
+        raise ValueError(f"{path}: {err}") from err
     except (KeyError, TypeError, AttributeError, IndexError) as err:
         raise ValueError(
             f'{path}: "{key}" is not what structperc writes there ({type(err).__name__}: {err})'

@@ -71,15 +71,21 @@ class SparseDelta:
 
 
 def path_delta(
-    batch: FeatureBatch, gold: Tensor, pred: Tensor, num_labels: int, edges: bool = True
+    batch: FeatureBatch,
+    gold: Tensor,
+    pred: Tensor,
+    num_labels: int,
+    edges: bool = True,
+    node_only: Tensor | None = None,
 ) -> SparseDelta:
     """Phi(x, gold) - Phi(x, pred) for token label sequences gold, pred [N] of the batch.
 
     Node entries: feature f of token t, +1 at (f, gold_t) and -1 at (f, pred_t), where they
     differ.  Edge entries: +1 at (f, gold_{t-1} * L + gold_t) and -1 at the predicted pair, for
     tokens after a document's first whose label pairs differ; with ``edges=False`` (a transition
-    matrix, ``ChainWeights``) the one row 0 stands for f.  A feature with a value v
-    (``batch.values``) enters as +-v instead of +-1 (the transition row stays +-1).
+    matrix, ``ChainWeights``) the one row 0 stands for f.  Features in ``node_only`` ([F] bool)
+    have no edge entries.  A feature with a value v (``batch.values``) enters as +-v
+    instead of +-1 (the transition row stays +-1).
     """
     L = num_labels
     g, p = gold.cpu().numpy(), pred.cpu().numpy()  # [N] each (numpy: see ``csr_rows``)
@@ -96,6 +102,8 @@ def path_delta(
     nf, no = feats[node_on] * L, owner[node_on]
     if edges:
         edge_on = edge_diff[owner]
+        if node_only is not None:
+            edge_on &= ~node_only.cpu().numpy()[feats]
         ef, eo = feats[edge_on] * (L * L), owner[edge_on]
     else:  # one transition row, once per token
         eo = np.flatnonzero(edge_diff)

@@ -18,10 +18,13 @@ per feature otherwise); the two tables are then separate:
 
     node: EmbeddingBag(F, L)   edge: [1, L * L]   edge[0, i * L + j]
 
-``tables()`` names the node and edge tables in both layouts; code that addresses an entry by its
-flat (row-major) index goes through ``flat_at``, which also serves the strided views.  Tables
-start at zero (not PyTorch's N(0, 1)).  No autograd: learners write the tables directly
-(``updates.py``).
+A feature template may make node features only (``edges=false``, ``features/template_language.py``)
+beside node + edge ones: ``node_only`` ([F] bool, or None for none) names those rows, whose edge
+weights stay zero because no update or gradient writes them (``updates.path_delta``, the CRF's
+objective).  ``tables()`` names the node and edge tables in both layouts; code that addresses an
+entry by its flat (row-major) index goes through ``flat_at``, which also serves the strided
+views.  Tables start at zero (not PyTorch's N(0, 1)).  No autograd: learners write the tables
+directly (``updates.py``).
 """
 
 from __future__ import annotations
@@ -52,6 +55,17 @@ class ChainWeights(nn.Module):
         for table in bags:
             table.weight.requires_grad_(False)
             nn.init.zeros_(table.weight)
+        self.node_only: Tensor | None = None  # [F] bool: rows without edge weights
+
+    def set_node_only(self, mask) -> ChainWeights:
+        """Rows [F] (bool, or None: none) whose features are node features only; their edge
+        weights are never written.  Meaningful with edge features only."""
+        if mask is not None and self.edges:
+            mask = torch.as_tensor(mask, dtype=torch.bool)
+            if mask.shape != (self.num_features,):
+                raise ValueError(f"node_only mask of shape {list(mask.shape)}, expected [F]")
+            self.node_only = mask if bool(mask.any()) else None
+        return self
 
     @property
     def num_labels(self) -> int:

@@ -193,8 +193,10 @@ class CandidateList:
         delta = SparseDelta(parts)
         if local and self.weights.chain is not None:
             L = self.weights.chain.num_labels
-            edges = self.weights.chain.edges
-            delta = delta + path_delta(batch.features, batch.paths[a], batch.paths[b], L, edges)
+            chain = self.weights.chain
+            delta = delta + path_delta(
+                batch.features, batch.paths[a], batch.paths[b], L, chain.edges, chain.node_only
+            )
         return delta
 
     def delta(self, batch: RankingBatch, gold: Tensor, pred: Tensor) -> SparseDelta:

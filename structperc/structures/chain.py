@@ -220,7 +220,8 @@ class ChainStructure:
 
     def delta(self, batch: FeatureBatch, gold: Tensor, pred: Tensor) -> SparseDelta:
         """Φ(x, gold) − Φ(x, pred) of label ids [N] (``path_delta``)."""
-        return path_delta(batch, gold, pred, self.num_labels, self.weights.edges)
+        weights = self.weights
+        return path_delta(batch, gold, pred, self.num_labels, weights.edges, weights.node_only)
 
     def errors(self, gold: Tensor, pred: Tensor) -> int:
         return int((gold != pred).sum())

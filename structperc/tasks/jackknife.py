@@ -32,10 +32,13 @@ def train_first_model(
     labels: list[str],
     settings: FitSettings,
     edges: bool = True,
+    node_only=None,
 ) -> tuple[ChainStructure, float]:
-    """A chain trained on ``train`` (any chain learner, the CRF included); (structure, seconds)."""
+    """A chain trained on ``train`` (any chain learner, the CRF included); (structure, seconds).
+    ``node_only``: the features without edge weights (``ChainWeights.set_node_only``)."""
     t0 = time.perf_counter()
-    weights = ChainWeights(num_features, labels, edges).to(settings.device)
+    weights = ChainWeights(num_features, labels, edges).set_node_only(node_only)
+    weights = weights.to(settings.device)
     structure = ChainStructure(weights)
     updater = Updater(weights, average=learner.average)
     fit(learner, structure, updater, train, settings)
@@ -56,6 +59,7 @@ def generate_fold(
     folder: Path,
     meta: dict,
     edges: bool = True,
+    node_only=None,
 ) -> None:
     """Train first model ``fold`` and write its lists into ``folder`` (``ListSettings.file``):
     the held-out training units' n best, or, for ``ALL``, the n_test best of each split of
@@ -63,7 +67,9 @@ def generate_fold(
     names by n, so lists of another n reuse nothing but the folder."""
     log_probs = "marginals" in learner.requires  # a CRF: L(x) = log p(y | x)
     if fold == ALL:
-        model, seconds = train_first_model(learner, train, num_features, labels, settings, edges)
+        model, seconds = train_first_model(
+            learner, train, num_features, labels, settings, edges, node_only
+        )
         for split, data in evaluate.items():
             t0 = time.perf_counter()
             units, index = as_units(data, lists.unit)
@@ -74,7 +80,9 @@ def generate_fold(
         return
     docs, held_out = fold_documents(len(train), lists.folds, int(fold))
     fold_train = train.subset(docs)
-    model, seconds = train_first_model(learner, fold_train, num_features, labels, settings, edges)
+    model, seconds = train_first_model(
+        learner, fold_train, num_features, labels, settings, edges, node_only
+    )
     t0 = time.perf_counter()
     units, index = as_units(train.subset(held_out), lists.unit)
     index[:, 0] = torch.tensor(held_out)[index[:, 0]]  # documents of the whole training set

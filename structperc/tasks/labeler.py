@@ -13,7 +13,10 @@ scores dev and test and writes into ``out_dir``:
     tb/                   TensorBoard events
     {dev,test}.pred.txt   the documents with the predicted tag as last column
 
-Chunk tags are scored by conlleval's F1, other tags (the POS tagger's) by token accuracy.
+Chunk tags are scored by conlleval's F1, other tags (a POS tagger's: a plain tagging task) by
+token accuracy, with each label's precision, recall and F1 (``eval/tokens.py``).  A model
+records its corpus (``corpus_record``: the column format, ``data/column_corpus.py``), so
+prediction reads and writes files the way its training files were.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from structperc.data.document import Document
 from structperc.data.tags import encode_labels, iobes_to_iob2, label_set
 from structperc.distributed import SERIAL, Group
 from structperc.eval.chunks import ChunkScores, evaluate
+from structperc.eval.tokens import token_scores
 from structperc.features.cache import extract_features
 from structperc.features.document import NonLocalFeatures
 from structperc.features.pipeline import LocalFeatures
@@ -37,7 +41,7 @@ from structperc.model.files import save_model
 from structperc.model.updates import Updater
 from structperc.structures.chain import ChainData
 from structperc.structures.rescoring import DocumentRescoring
-from structperc.tasks.report import chunk_scores
+from structperc.tasks.report import chunk_scores, token_results
 from structperc.tasks.structure import labeler_structure
 from structperc.tasks.training import Evaluation, ModelSettings, TrainingRun, history_rows
 
@@ -52,7 +56,8 @@ class LabelerSettings(ModelSettings):
     features: the local feature pipeline (fitted in place); cache_dir, cache_key: the feature
     cache (None: none) and what decides the features; save: write the model; doc_features:
     the non-local features of a rescoring learner (None: the defaults); n_test: candidates
-    rescored at prediction; constraints: the decoder's (``none`` or ``iob2``).
+    rescored at prediction; constraints: the decoder's (``none`` or ``iob2``); corpus_record:
+    the corpus's name and column format, kept in the model (``inputs.corpus_record``).
     """
 
     features: LocalFeatures
@@ -62,6 +67,7 @@ class LabelerSettings(ModelSettings):
     doc_features: NonLocalFeatures | None = None
     n_test: int = 100
     constraints: str = "none"
+    corpus_record: dict | None = None
 
 
 def has_chunks(labels: list[str]) -> bool:
@@ -108,6 +114,7 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
         n_test=s.n_test,
         constraints=s.constraints,
         edges=features.edges,
+        node_only=features.node_only_mask(),
     )
     weights = structure.weights.to(device)
     updater = Updater(weights, average=learner.average)
@@ -155,12 +162,17 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
         "num_features": features.num_features,
         "labels": labels,
         "world_size": group.world,
+        **result.summary,  # the CRF: parameters, nonzero_weights, nonzero_fraction
     }
     for split in ("dev", "test"):
         if split in corpus:
             t0 = time.perf_counter()
             sc, pred = score_predictions(labels, corpus[split], decode(split))
-            results[split] = chunk_scores(sc) | {"decode_seconds": time.perf_counter() - t0}
+            if metric == "f1":
+                results[split] = chunk_scores(sc)
+            else:  # plain tags: accuracy and each label's scores
+                results[split] = token_results(token_scores([d.tags for d in corpus[split]], pred))
+            results[split]["decode_seconds"] = time.perf_counter() - t0
             log_scores(split, sc, metric)
             if s.write_predictions:
                 write_predictions(out_dir / f"{split}.pred.txt", corpus[split], pred)
@@ -169,6 +181,8 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
     if s.save:
         info = {"results": {k: results.get(k) for k in ("dev", "test")}, "n_test": s.n_test}
         info["constraints"] = s.constraints
+        if s.corpus_record is not None:
+            info["corpus"] = s.corpus_record
         rescoring = isinstance(structure, DocumentRescoring)
         doc_features = structure.doc_features if rescoring else None
         save_model(out_dir, weights, features, info, doc_features=doc_features)

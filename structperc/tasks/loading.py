@@ -42,12 +42,18 @@ def structure_from_model(
 
 
 def load_tagger(
-    model_dir: str | Path, *, n: int | None = None, constraints: str | None = None
-) -> tuple[ChainStructure | DocumentRescoring, LocalFeatures]:
+    model_dir: str | Path,
+    *,
+    n: int | None = None,
+    constraints: str | None = None,
+    info: bool = False,
+):
     """(structure, fitted local features) of the model in ``model_dir``, for prediction: its
-    feature table read-only and compact (``model/compact_table.py``: the full table's scores)."""
-    weights, features, info = load_model(model_dir, compact=True)
-    return structure_from_model(weights, info, n=n, constraints=constraints), features
+    feature table read-only and compact (``model/compact_table.py``: the full table's scores);
+    with ``info``, the model's info (``model.json``) too."""
+    weights, features, saved = load_model(model_dir, compact=True)
+    structure = structure_from_model(weights, saved, n=n, constraints=constraints)
+    return (structure, features, saved) if info else (structure, features)
 
 
 def predict_labels(

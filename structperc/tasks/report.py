@@ -1,6 +1,7 @@
 """What every task writes after it trains: results.json and the hyperparameters.
 
-``chunk_scores`` is conlleval's scores in results.json's form; ``finish`` writes
+``chunk_scores`` is conlleval's scores in results.json's form, ``token_results`` a plain tagging
+task's; ``finish`` writes
 ``results.json`` (atomically) and the hyperparameters against the final metrics (the HPARAMS
 tab); ``timed`` measures a call.  What a task reports while it trains is ``training.py``'s.
 """
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 
 from structperc.eval.chunks import ChunkScores
+from structperc.eval.tokens import TokenScores
 from structperc.io import atomic_write_json
 from structperc.monitor import Monitor
 
@@ -34,6 +36,21 @@ def chunk_scores(s: ChunkScores) -> dict:
     if s.f1_document is not None:
         out["f1_document"] = s.f1_document
     return out
+
+
+def token_results(s: TokenScores) -> dict:
+    """A plain tagging task's scores for results.json: token accuracy, the macro F1 and each
+    label's precision, recall and F1 (percent), with the counts."""
+    return {
+        "accuracy": s.accuracy,
+        "macro_f1": s.macro_f1,
+        "n_tokens": s.n_tokens,
+        "n_correct": s.n_correct,
+        "per_label": {
+            label: {"precision": x.precision, "recall": x.recall, "f1": x.f1, "n_gold": x.n_gold}
+            for label, x in s.per_label.items()
+        },
+    }
 
 
 def finish(out_dir: Path, monitor: Monitor, results: dict, final: dict[str, float]) -> None:

@@ -118,7 +118,7 @@ class RerankSettings:
 def rerank_settings(config) -> RerankSettings:
     """The rerank run (or fold job) of the composed ``config`` (``run.ComposedConfig``)."""
     cfg = config.cfg
-    corpus, features, key = tagging_inputs(config)
+    corpus, features, key, _ = tagging_inputs(config)
     task = cfg.task
     settings = config.fit_settings()
     lists = ListSettings(folds=task.folds, unit=task.unit, n=task.n, n_test=task.n_test)
@@ -224,6 +224,7 @@ def run_rerank(settings: RerankSettings, out_dir: Path, group: Group = SERIAL) -
         folder=folder,
         meta={"key": st.lists_key, "labels": labels},
         edges=features.edges,
+        node_only=features.node_only_mask(),
     )
     folds = [*range(lists.folds), ALL]
     if st.fold is not None:  # a fold job of a multirun
@@ -254,7 +255,9 @@ def run_rerank(settings: RerankSettings, out_dir: Path, group: Group = SERIAL) -
     features_seconds = time.perf_counter() - t0
 
     chain = (
-        ChainWeights(features.num_features, labels, features.edges)
+        ChainWeights(features.num_features, labels, features.edges).set_node_only(
+            features.node_only_mask()
+        )
         if second.local_features
         else None
     )

@@ -41,20 +41,23 @@ def labeler_structure(
     n_test: int = 100,
     constraints: str = "none",
     edges: bool = True,
+    node_only=None,
 ) -> tuple[ChainStructure | DocumentRescoring, ChainStructure | DocumentRescoring]:
     """(the structure, the one that evaluates during training) of a new model for ``learner``.
 
     A learner that requires "rescoring" gets the document rescoring structure (``doc_features``
     fitted on ``train``, default ``NonLocalFeatures()``), rescoring the ``n_test`` best at
     prediction and the learner's own n-best size during training; any other the chain.
+    ``node_only`` ([F] bool or None): the features without edge weights
+    (``LocalFeatures.node_only_mask``).
     """
     if "rescoring" not in learner.requires:
-        structure = structure_for(
-            ChainWeights(num_features, labels, edges), constraints=constraints
-        )
+        weights = ChainWeights(num_features, labels, edges).set_node_only(node_only)
+        structure = structure_for(weights, constraints=constraints)
         return structure, structure
     doc_features = doc_features if doc_features is not None else NonLocalFeatures()
     doc_features.fit(train, labels)
     weights = DocumentWeights(num_features, labels, doc_features.num_features, edges)
+    weights.set_node_only(node_only)
     structure = structure_for(weights, doc_features, n=n_test, constraints=constraints)
     return structure, structure.with_n(learner.nbest)

@@ -1,4 +1,5 @@
-"""The tagging task: sequence labeling (CoNLL-2003 NER), one labeler trained end to end.
+"""The tagging task: sequence labeling (CoNLL-2003 NER, or any column corpus: NER, chunking, POS
+tagging), one labeler trained end to end.
 
 The builder reads the composed config into ``LabelerSettings`` (``labeler.py``); the driver
 trains the labeler (``train_labeler``: the first-order chain, or Kazama & Torisawa's document
@@ -21,7 +22,7 @@ from structperc.tasks.registry import task
 def tagging_settings(config) -> LabelerSettings:
     """The tagging run of the composed ``config`` (``run.ComposedConfig``)."""
     cfg = config.cfg
-    corpus, features, key = tagging_inputs(config)
+    corpus, features, key, record = tagging_inputs(config)
     t = cfg.trainer
     return LabelerSettings(
         corpus=corpus,
@@ -40,10 +41,16 @@ def tagging_settings(config) -> LabelerSettings:
         doc_features=document_features(config),
         n_test=cfg.decoder.n_test,
         constraints=cfg.decoder.constraints,
+        corpus_record=record,
     )
 
 
-@task("tagging", build=tagging_settings, headline=("dev.f1", "test.f1"), distributed=True)
+@task(
+    "tagging",
+    build=tagging_settings,
+    headline=("dev.f1", "test.f1", "dev.accuracy", "test.accuracy"),  # plain tags: accuracy
+    distributed=True,
+)
 def run_tagging(settings: LabelerSettings, out_dir: Path, group: Group = SERIAL) -> dict:
     """Train, evaluate and save the labeler of ``settings`` into ``out_dir``; returns the
     results (rank 0's; {} on the others)."""
