@@ -33,6 +33,10 @@ Sections, in order (each a module beside this file, its workers in fresh process
 9. ``templates`` (``templates_bench.py``): feature extraction of Table 1 written as feature
    templates against the named attributes (the same features): fit + transform of CoNLL-2003
    train and dev, median of 3.
+10. ``sklearn`` (``sklearn_bench.py``): sklearn-crfsuite's tutorial pipeline through
+    ``sklearn_crfsuite.CRF`` and ``structperc.sklearn.CRF`` (lbfgs, l2sgd, ap, and pa, arow
+   where structperc has them): fit seconds with 1 and 2 processes, entity F1, predict and
+   predict_marginals throughput, non-zero weights.
 
 Every timing is set beside a peer measured in the same script where one exists (CRFsuite), as
 a ratio of medians over repeats.  The settings (``DEFAULTS`` of each section) are sized for about
@@ -67,6 +71,7 @@ import pos_bench
 import proposed_bench
 import rerank_bench
 import scoring_bench
+import sklearn_bench
 import templates_bench
 from common import HERE, base_config, chosen, corpus_info, load_corpus, log, public_config
 from common import machine_info as _machine_info
@@ -82,6 +87,7 @@ SECTIONS = {
     "pos": pos_bench,
     "scoring": scoring_bench,
     "templates": templates_bench,
+    "sklearn": sklearn_bench,
 }
 NEEDS_SHARED_MODEL = ("crf", "nbest", "proposed", "rerank")
 SCHEMA = 2

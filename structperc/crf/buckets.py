@@ -96,6 +96,7 @@ def packed_batch(features: FeatureMatrix, rows: list[list[int]]) -> FeatureBatch
         lengths=lengths,
         first_token=batch.first_token,
         flat_positions=row_of_token * T + position,
+        values=batch.values,
     )
 
 
@@ -192,7 +193,9 @@ def make_buckets(
         )
         gold_tokens = labels[tokens]  # [N_b]
         if with_index:
-            index = TransposedIndex.build(batch.ids, batch.offsets, num_features).to(device)
+            index = TransposedIndex.build(batch.ids, batch.offsets, num_features, batch.values).to(
+                device
+            )
         else:  # full batch: one lookup over all tokens, so keep the layout, not a copy of X
             index, batch = None, layout_only(batch)
         out.append(
@@ -209,4 +212,4 @@ def make_buckets(
 def layout_only(batch: FeatureBatch) -> FeatureBatch:
     """``batch`` without its feature ids (every token's CSR row empty): what the DP reads
     (lengths, first tokens, padded positions), without a second copy of X [nnz]."""
-    return replace(batch, ids=batch.ids[:0], offsets=torch.zeros_like(batch.offsets))
+    return replace(batch, ids=batch.ids[:0], offsets=torch.zeros_like(batch.offsets), values=None)

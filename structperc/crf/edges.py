@@ -52,6 +52,7 @@ from torch import Tensor
 from structperc.decode.marginals import first_edge, log_partition_of_edges
 from structperc.decode.scaled_scan import NEG
 from structperc.decode.sequential_scan import SequentialLinearChain, Workspace
+from structperc.decode.transition_scan import shared_transition_log_partition
 from structperc.model.batch import FeatureBatch
 
 
@@ -278,7 +279,25 @@ def transition_nll(
     scan: str = "log",
 ) -> Tensor:
     """sum_d -log p(y*_d | x_d) over the batch's rows (scalar), differentiable in ``node`` and
-    ``transition``."""
-    edges, lengths = transition_log_potentials(node, transition, batch)
-    logz = log_partition_of_edges(edges, lengths, scan)  # [B]
+    ``transition``.  ``scan="sequential"``: the forward-backward algorithm over the node scores
+    and the one matrix (``decode/transition_scan.py``), without the edge potentials."""
+    if scan == "sequential":
+        padded, first = padded_nodes(node, batch)
+        L = node.shape[1]
+        lengths = batch.lengths.to(node.device)
+        logz = shared_transition_log_partition(padded, transition.reshape(L, L), lengths, first)
+    else:
+        edges, lengths = transition_log_potentials(node, transition, batch)
+        logz = log_partition_of_edges(edges, lengths, scan)  # [B]
     return logz.sum() - gold_scores(node, transition, batch, labels)
+
+
+def padded_nodes(node: Tensor, batch: FeatureBatch) -> tuple[Tensor, Tensor]:
+    """Node scores [N_b, L] in the batch's padded layout [B, T, L] (0 past each length), and
+    [B, T] bool: where a document starts (``first_token``)."""
+    B, T, L = batch.num_docs, batch.max_length, node.shape[1]
+    pos = batch.flat_positions.to(node.device)
+    padded = node.new_zeros(B * T, L).index_copy(0, pos, node).view(B, T, L)
+    first = torch.zeros(B * T, dtype=torch.bool, device=node.device)
+    first[pos[batch.first_token.to(node.device)]] = True
+    return padded, first.view(B, T)

@@ -80,7 +80,8 @@ class CRF(Learner):
             ``"scaled"`` (torch-struct's binary tree with BLAS products, buckets of
             ``dp_batch_tokens``), ``"sequential"`` (the forward algorithm over one bucket of
             every row, L^2 work a position; with edge features the edges come straight from the
-            token scores, ``edges.py``), ``"log"`` (torch-struct's own), or ``"auto"``:
+            token scores, ``edges.py``; with one transition matrix no edges at all,
+            ``decode/transition_scan.py``), ``"log"`` (torch-struct's own), or ``"auto"``:
             sequential for L-BFGS with edge features on a CPU, scaled otherwise (``resolved``).
         dtype: floating type of the DP (``"float64"``: exact log Z over 1,000-token documents).
 

@@ -139,7 +139,7 @@ def full_objective(
     leaves = [t.detach().requires_grad_(True) for t in tables]
     ids, offsets = features.ids, features.offsets
     with torch.enable_grad():  # [N, L + L*L] (node | edge, the joint table), or [N, L]
-        token_scores = lookup(leaves[0], ids, offsets, index)
+        token_scores = lookup(leaves[0], ids, offsets, index, features.values)
     scores = token_scores.detach()
     transition, grad_transition = None, None
     if not weights.edges:  # one transition matrix: its gradient is summed per bucket

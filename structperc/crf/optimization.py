@@ -485,9 +485,8 @@ class LBFGSTraining(Optimization):
         super().__init__(*args, **kwargs)
         device, weights = self.device, self.weights
         self.features = FeatureMatrix(*(t.to(device) for t in self.features.tensors().values()))
-        index = TransposedIndex.build(
-            self.features.ids.cpu(), self.features.offsets.cpu(), weights.num_features
-        )
+        f = features_cpu(self.features)
+        index = TransposedIndex.build(f.ids, f.offsets, weights.num_features, f.values)
         self.index = index.to(device)
         self.buckets = self.training_buckets(
             self.learner.dp_batch_tokens,
@@ -649,7 +648,7 @@ class SGDTraining(Optimization):
             leaves = [t.detach().requires_grad_(True) for t in tables]
             with torch.enable_grad():
                 # [N_b, L + L*L] (node | edge, the joint table), or [N_b, L]
-                token = lookup(leaves[0], batch.ids, batch.offsets, bucket.index)
+                token = lookup(leaves[0], batch.ids, batch.offsets, bucket.index, batch.values)
                 scores = token.to(dtype) * opt.scale
                 transition = None
                 if not self.weights.edges:  # the one transition matrix [1, L*L]

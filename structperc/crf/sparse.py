@@ -3,7 +3,8 @@
 **Lookups.**  The token scores of the CRF are sparse products  S = X W  of the token x feature
 incidence matrix X [N, F] (CSR: ``ids``, ``offsets``; what ``EmbeddingBag(mode="sum")``
 computes) and a weight table W [F, D] (D = L + L*L for ``ChainWeights.joint``, node | edge; L
-for the node table alone).  The gradient is  dW = X^T dS.  PyTorch's own ``embedding_bag``
+for the node table alone; X holds each occurrence's value where features are real-valued,
+``FeatureMatrix.values``).  The gradient is  dW = X^T dS.  PyTorch's own ``embedding_bag``
 backward scatters every (id, row) pair, several times slower on a CPU than the forward gather;
 here X^T is built once (``TransposedIndex``: for every feature, the tokens where it fires), so
 the backward is the same gather: ``embedding_bag(tokens, dS, feature_offsets)``.  ``lookup``
@@ -52,6 +53,8 @@ class TransposedIndex:
     tokens:       [nnz] int32, token positions 0..N-1, grouped by feature (CSR values).
     offsets:      [U + 1] int32, feature rows[u] owns tokens[offsets[u]:offsets[u + 1]].
     num_features: F, the table size.
+    values:       [nnz] float32, the value of each occurrence in ``tokens``' order (X's
+                  entries), or None: all 1.
 
     int32 (``embedding_bag`` takes int32 indices with int32 offsets) halves what the index holds
     beside the tables: 4 bytes per feature occurrence (nnz < 2^31).  ``build`` runs in chunks.
@@ -61,12 +64,19 @@ class TransposedIndex:
     tokens: Tensor
     offsets: Tensor
     num_features: int
+    values: Tensor | None = None
 
     @classmethod
     def build(
-        cls, ids: Tensor, offsets: Tensor, num_features: int, chunk: int = 1 << 20
+        cls,
+        ids: Tensor,
+        offsets: Tensor,
+        num_features: int,
+        values: Tensor | None = None,
+        chunk: int = 1 << 20,
     ) -> TransposedIndex:
-        """From CSR token features ``ids`` [nnz], ``offsets`` [N + 1]; O(nnz log chunk).
+        """From CSR token features ``ids`` [nnz], ``offsets`` [N + 1] (and their ``values``
+        [nnz]); O(nnz log chunk).
 
         A counting sort in chunks of occurrences, so that no full-length int64 array is ever
         made (on CoNLL-2003 the peak memory of a CRF run was this build's): feature f's
@@ -81,6 +91,7 @@ class TransposedIndex:
         segment = torch.cumsum(counts, 0) - counts  # [F] where each feature's tokens start
         seen = torch.zeros_like(counts)  # [F] occurrences placed by earlier chunks
         tokens = torch.empty(len(ids), dtype=torch.int32)  # [nnz]
+        moved = None if values is None else torch.empty_like(values)  # [nnz] in X^T's order
         for lo in range(0, len(ids), chunk):
             sorted_ids, order = torch.sort(ids[lo : lo + chunk].long(), stable=True)
             present, per_id = torch.unique_consecutive(sorted_ids, return_counts=True)
@@ -89,11 +100,13 @@ class TransposedIndex:
             where = segment[sorted_ids] + seen[sorted_ids] + rank  # [c] places in X^T
             token = torch.searchsorted(offsets, order + lo, right=True, out_int32=True).sub_(1)
             tokens[where] = token
+            if moved is not None:
+                moved[where] = values[lo : lo + chunk][order]
             seen.index_add_(0, present, per_id)
         rows = torch.nonzero(counts).squeeze(1)  # [U] features present, ascending
         row_offsets = torch.zeros(len(rows) + 1, dtype=torch.int32)
         torch.cumsum(counts[rows], 0, out=row_offsets[1:])
-        return cls(rows, tokens, row_offsets, num_features)
+        return cls(rows, tokens, row_offsets, num_features, moved)
 
     @property
     def covers_all(self) -> bool:
@@ -101,30 +114,41 @@ class TransposedIndex:
         return len(self.rows) == self.num_features
 
     def to(self, device: torch.device | str) -> TransposedIndex:
+        values = None if self.values is None else self.values.to(device)
         return TransposedIndex(
-            self.rows.to(device), self.tokens.to(device), self.offsets.to(device), self.num_features
+            self.rows.to(device),
+            self.tokens.to(device),
+            self.offsets.to(device),
+            self.num_features,
+            values,
         )
 
     def gather(self, grad_tokens: Tensor) -> Tensor:
         """X^T g restricted to ``rows``: [U, D] from token gradients [N, D]."""
+        values = self.values
         return embedding_bag(
-            self.tokens, grad_tokens, self.offsets, mode="sum", include_last_offset=True
+            self.tokens,
+            grad_tokens,
+            self.offsets,
+            mode="sum",
+            include_last_offset=True,
+            per_sample_weights=None if values is None else values.to(grad_tokens.dtype),
         )
 
 
 class _Lookup(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, table: Tensor, ids: Tensor, offsets: Tensor, index: TransposedIndex):
+    def forward(ctx, table: Tensor, ids: Tensor, offsets: Tensor, index: TransposedIndex, values):
         ctx.index = index
         ctx.table_shape = table.shape
-        return bag_sums(table, ids, offsets)
+        return bag_sums(table, ids, offsets, values)
 
     @staticmethod
     def backward(ctx, grad: Tensor):
         index: TransposedIndex = ctx.index
         rows = index.gather(grad.contiguous())  # [U, D]
         if index.covers_all:
-            return rows, None, None, None
+            return rows, None, None, None, None
         sparse = torch.sparse_coo_tensor(
             index.rows.unsqueeze(0),
             rows,
@@ -132,18 +156,25 @@ class _Lookup(torch.autograd.Function):
             is_coalesced=True,
             check_invariants=False,
         )
-        return sparse, None, None, None
+        return sparse, None, None, None, None
 
 
-def lookup(table: Tensor, ids: Tensor, offsets: Tensor, index: TransposedIndex) -> Tensor:
+def lookup(
+    table: Tensor,
+    ids: Tensor,
+    offsets: Tensor,
+    index: TransposedIndex,
+    values: Tensor | None = None,
+) -> Tensor:
     """Token scores [N, D] = X W, differentiable in ``table`` [F, D].
 
     Args:
         table: [F, D] weights (e.g. ``weights.dense_tables[0].detach().requires_grad_()``).
         ids: [nnz] feature ids, offsets: [N + 1] (``include_last_offset=True`` CSR).
-        index: ``TransposedIndex.build(ids, offsets, F)``, for the backward pass.
+        index: ``TransposedIndex.build(ids, offsets, F, values)``, for the backward pass.
+        values: [nnz] the entries of X (None: all 1).
     """
-    return _Lookup.apply(table, ids, offsets, index)
+    return _Lookup.apply(table, ids, offsets, index, values)
 
 
 CHUNK_TOKENS = 8_192  # tokens per step of the mask build: its int64 temporaries stay ~25 MB

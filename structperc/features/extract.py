@@ -85,11 +85,15 @@ class FeatureMatrix:
     ids:         [nnz] int32, feature ids of all tokens, token after token.
     offsets:     [N + 1] int64, token i owns ids[offsets[i]:offsets[i + 1]].
     doc_offsets: [D + 1] int64, document d owns tokens doc_offsets[d]:doc_offsets[d + 1].
+    values:      [nnz] float32, the value of each occurrence (a real-valued feature scores
+                 value * weight: EmbeddingBag's per-sample weights), or None: every value is 1
+                 (binary features, the lookups without per-sample weights).
     """
 
     ids: torch.Tensor
     offsets: torch.Tensor
     doc_offsets: torch.Tensor
+    values: torch.Tensor | None = None
 
     @property
     def num_docs(self) -> int:
@@ -100,7 +104,10 @@ class FeatureMatrix:
         return len(self.offsets) - 1
 
     def tensors(self) -> dict[str, torch.Tensor]:
-        return {"ids": self.ids, "offsets": self.offsets, "doc_offsets": self.doc_offsets}
+        out = {"ids": self.ids, "offsets": self.offsets, "doc_offsets": self.doc_offsets}
+        if self.values is not None:
+            out["values"] = self.values
+        return out
 
 
 class Vocabulary:

@@ -22,6 +22,7 @@ class FeatureBatch:
     lengths:        [B] int64 document lengths.
     first_token:    [B] int64, index (in 0..N-1) of each document's first token.
     flat_positions: [N] int64, index of each token in the padded [B * T] layout.
+    values:         [nnz] float32 values of the ids, or None: all 1 (``FeatureMatrix.values``).
     """
 
     ids: Tensor
@@ -29,6 +30,7 @@ class FeatureBatch:
     lengths: Tensor
     first_token: Tensor
     flat_positions: Tensor
+    values: Tensor | None = None
 
     @property
     def num_docs(self) -> int:
@@ -43,7 +45,7 @@ class FeatureBatch:
         return len(self.offsets) - 1
 
     def to(self, device: torch.device | str) -> FeatureBatch:
-        return FeatureBatch(*(t.to(device) for t in self.__dict__.values()))
+        return FeatureBatch(*(None if t is None else t.to(device) for t in self.__dict__.values()))
 
     def pad(self, values: Tensor, fill: int = -1) -> Tensor:
         """Token values [N, ...] -> padded [B, T, ...] (``fill`` past each length)."""
@@ -76,11 +78,17 @@ def csr_rows(
     In numpy because an update builds it once per document from a handful of small arrays, where
     each torch call costs several microseconds and each numpy call one.
     """
+    pos, owner = csr_positions(offsets, tokens)
+    return ids[pos].astype(np.int64), owner
+
+
+def csr_positions(offsets: np.ndarray, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(positions [M] in the CSR arrays of the given tokens' entries, token of each [M])."""
     starts = offsets[tokens]  # [K]
     counts = offsets[tokens + 1] - starts  # [K] ids per token
     owner = np.repeat(tokens, counts)  # [M]
     pos = np.arange(len(owner)) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
-    return ids[pos].astype(np.int64), owner
+    return pos, owner
 
 
 def make_batch(features: FeatureMatrix, docs: list[int] | Tensor) -> FeatureBatch:
@@ -99,6 +107,7 @@ def make_batch(features: FeatureMatrix, docs: list[int] | Tensor) -> FeatureBatc
             lengths=lengths,
             first_token=torch.zeros(1, dtype=torch.long),
             flat_positions=torch.arange(n),
+            values=None if features.values is None else features.values[lo:hi],
         )
     tokens = torch.cat([torch.arange(int(s), int(e)) for s, e in zip(starts, ends, strict=True)])
     counts = features.offsets[tokens + 1] - features.offsets[tokens]  # [N] ids per token
@@ -119,6 +128,7 @@ def make_batch(features: FeatureMatrix, docs: list[int] | Tensor) -> FeatureBatc
         lengths=lengths,
         first_token=first,
         flat_positions=doc_of_token * T + pos_in_doc,
+        values=None if features.values is None else features.values[id_pos],
     )
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from structperc.model.batch import FeatureBatch, csr_rows
+from structperc.model.batch import FeatureBatch, csr_positions
 from structperc.model.weights import ChainWeights, flat_at
 
 
@@ -84,7 +84,8 @@ def path_delta(
     differ.  Edge entries: +1 at (f, gold_{t-1} * L + gold_t) and -1 at the predicted pair, for
     tokens after a document's first whose label pairs differ; with ``edges=False`` (a transition
     matrix, ``ChainWeights``) the one row 0 stands for f.  Features in ``node_only`` ([F] bool)
-    have no edge entries.
+    have no edge entries.  A feature with a value v (``batch.values``) enters as +-v
+    instead of +-1 (the transition row stays +-1).
     """
     L = num_labels
     g, p = gold.cpu().numpy(), pred.cpu().numpy()  # [N] each (numpy: see ``csr_rows``)
@@ -94,7 +95,9 @@ def path_delta(
     edge_diff = g_pair != p_pair  # [N]
     edge_diff[batch.first_token.cpu().numpy()] = False  # no previous label there
     tokens = np.flatnonzero(node_diff | edge_diff)  # [K]
-    feats, owner = csr_rows(batch.offsets.cpu().numpy(), batch.ids.cpu().numpy(), tokens)  # [M]
+    pos, owner = csr_positions(batch.offsets.cpu().numpy(), tokens)  # [M] each
+    feats = batch.ids.cpu().numpy()[pos].astype(np.int64)
+    values = None if batch.values is None else batch.values.cpu().numpy()[pos]  # [M]
     node_on = node_diff[owner]
     nf, no = feats[node_on] * L, owner[node_on]
     if edges:
@@ -111,6 +114,10 @@ def path_delta(
     signs_n[len(nf) :] = -1
     signs_e = np.ones(len(edge), dtype=np.float32)
     signs_e[len(ef) :] = -1
+    if values is not None:
+        signs_n *= np.tile(values[node_on], 2)
+        if edges:
+            signs_e *= np.tile(values[edge_on], 2)
     device, dtype = gold.device, torch.get_default_dtype()  # the tables' dtype
 
     def part(index: np.ndarray, signs: np.ndarray) -> tuple[Tensor, Tensor]:

@@ -94,17 +94,20 @@ class ChainWeights(nn.Module):
 
     def token_scores(self, batch: FeatureBatch) -> tuple[Tensor, Tensor]:
         """Node scores [N, L] and edge scores [N, L, L] of the batch's N tokens."""
-        return self.csr_scores(batch.ids, batch.offsets)
+        return self.csr_scores(batch.ids, batch.offsets, batch.values)
 
-    def csr_scores(self, ids: Tensor, offsets: Tensor) -> tuple[Tensor, Tensor]:
+    def csr_scores(
+        self, ids: Tensor, offsets: Tensor, values: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
         """Node [N, L] and edge [N, L, L] scores of N tokens given as CSR rows (ids [nnz],
-        offsets [N + 1]); with edge features, views of one [N, L + L*L] lookup."""
+        offsets [N + 1], ``values`` [nnz] or None: all 1); with edge features, views of one
+        [N, L + L*L] lookup."""
         L = self.num_labels
         offsets = offsets_like(ids, offsets)
         if self.edges:
-            both = table_sums(self.joint, ids, offsets)  # [N, L + L*L]
+            both = table_sums(self.joint, ids, offsets, values)  # [N, L + L*L]
             return both[:, :L], both[:, L:].view(-1, L, L)
-        node = table_sums(self.node, ids, offsets)
+        node = table_sums(self.node, ids, offsets, values)
         return node, self.edge.weight.view(1, L, L).expand(len(node), L, L)
 
     def potentials(self, batch: FeatureBatch) -> Tensor:
@@ -112,12 +115,24 @@ class ChainWeights(nn.Module):
         return chain_potentials(*self.token_scores(batch), batch)
 
 
-def table_sums(table: nn.Module, ids: Tensor, offsets: Tensor) -> Tensor:
-    """Σ of the rows of ``table`` named by each CSR row (ids [nnz], offsets [n + 1]): [n, D].
-    ``table`` is an ``EmbeddingBag`` or a read-only ``CompactTable`` (a model loaded for tagging,
-    ``model/compact_table.py``), which computes the same sums."""
+def table_sums(
+    table: nn.Module, ids: Tensor, offsets: Tensor, values: Tensor | None = None
+) -> Tensor:
+    """Σ of the rows of ``table`` named by each CSR row (ids [nnz], offsets [n + 1]), each row
+    times its ``values`` entry [nnz] where given: [n, D].  ``table`` is an ``EmbeddingBag`` or a
+    read-only ``CompactTable`` (a model loaded for tagging, ``model/compact_table.py``), which
+    computes the same sums of binary features."""
     if isinstance(table, nn.EmbeddingBag):
-        return F.embedding_bag(ids, table.weight, offsets, mode="sum", include_last_offset=True)
+        return F.embedding_bag(
+            ids,
+            table.weight,
+            offsets,
+            mode="sum",
+            include_last_offset=True,
+            per_sample_weights=values,
+        )
+    if values is not None:
+        raise ValueError("a compact (tagging) table reads binary features only")
     return table(ids, offsets)
 
 
@@ -150,9 +165,10 @@ def flat_at(table: Tensor, index: Tensor) -> tuple[Tensor, Tensor]:
     return flat, index + torch.div(index, W, rounding_mode="floor") * (S - W)
 
 
-def bag_sums(table: Tensor, ids: Tensor, offsets: Tensor) -> Tensor:
-    """Σ of the rows of ``table`` [F, D] named by each CSR row (ids [nnz], offsets [n + 1]): [n, D]
-    (what ``EmbeddingBag(mode="sum")`` computes), on the table's device."""
+def bag_sums(table: Tensor, ids: Tensor, offsets: Tensor, values: Tensor | None = None) -> Tensor:
+    """Σ of the rows of ``table`` [F, D] named by each CSR row (ids [nnz], offsets [n + 1]),
+    times ``values`` [nnz] where given: [n, D] (what ``EmbeddingBag(mode="sum")`` computes), on
+    the table's device."""
     ids = ids.to(table.device)
     return F.embedding_bag(
         ids,
@@ -160,6 +176,7 @@ def bag_sums(table: Tensor, ids: Tensor, offsets: Tensor) -> Tensor:
         offsets_like(ids, offsets.to(table.device)),
         mode="sum",
         include_last_offset=True,
+        per_sample_weights=None if values is None else values.to(table.device, table.dtype),
     )
 
 

@@ -91,7 +91,8 @@ class ChainData:
         torch.cumsum(batch.lengths, 0, out=doc_offsets[1:])
         labels = None if self.labels is None else torch.cat([self.gold(d) for d in docs])
         documents = None if self.documents is None else [self.documents[d] for d in docs]
-        return ChainData(FeatureMatrix(batch.ids, batch.offsets, doc_offsets), labels, documents)
+        features = FeatureMatrix(batch.ids, batch.offsets, doc_offsets, batch.values)
+        return ChainData(features, labels, documents)
 
     def sentences(self) -> tuple[ChainData, Tensor]:
         """Every sentence of every document as an instance of its own, and the units [S, 3]
@@ -106,7 +107,8 @@ class ChainData:
         starts = self.features.doc_offsets[[u[0] for u in units]]
         bounds = torch.tensor([[s, e] for _, s, e in units], dtype=torch.long).view(-1, 2)
         doc_offsets = torch.cat([starts + bounds[:, 0], (starts + bounds[:, 1])[-1:]])
-        features = FeatureMatrix(self.features.ids, self.features.offsets, doc_offsets)
+        f = self.features
+        features = FeatureMatrix(f.ids, f.offsets, doc_offsets, f.values)
         return ChainData(features, self.labels, docs), torch.tensor(units, dtype=torch.long)
 
 
@@ -236,7 +238,8 @@ class ChainStructure:
         offsets = features.offsets
         lo, hi = int(offsets[start]), int(offsets[end])
         ids = features.ids[lo:hi].to(device)
-        return self.weights.csr_scores(ids, (offsets[start : end + 1] - lo).to(device))
+        values = None if features.values is None else features.values[lo:hi].to(device)
+        return self.weights.csr_scores(ids, (offsets[start : end + 1] - lo).to(device), values)
 
     @torch.no_grad()
     def predict(

@@ -1,0 +1,398 @@
+"""``CRF``: a scikit-learn estimator that takes and does what ``sklearn_crfsuite.CRF`` does.
+
+Code written for sklearn-crfsuite runs with its import changed::
+
+    from structperc.sklearn import CRF     # was: from sklearn_crfsuite import CRF
+    crf = CRF(algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=100)
+    crf.fit(X_train, y_train)              # X: sequences of python-crfsuite items, y: labels
+    y_pred = crf.predict(X_test)
+
+Each sequence of X is a list of items, one per token, in python-crfsuite's format
+(``attributes.py``: a dict of str -> str / bool / number / dict / list, or a list of names);
+each sequence of y the token labels (strings).  The model is CRFsuite's: a weight per
+(attribute, label) and a label transition matrix (``model.py``), trained by the learner of
+``algorithm`` (``algorithms.py``: lbfgs, l2sgd, ap, pa, arow as CRFsuite names them, and
+structperc's margin and mmvp) through ``train.fit``; decoding is the chain structure's
+(``structures/chain.py``: batched Viterbi, n-best, marginals), with the IOB2 constraints when
+``constraints="iob2"``.
+
+Beyond sklearn-crfsuite: ``predict_nbest`` (the n best labelings of each sequence, exact),
+``n_jobs`` (training over several processes, ``parallel.py``), ``device`` (where the tables
+live; "cuda" for a GPU), ``random_state`` (the seed of the online learners' orders) and
+``constraints``.  Parameters left at None take CRFsuite's defaults.  A pickled estimator holds
+its model as safetensors bytes and JSON (``model.py``), no torch object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+try:
+    from sklearn.base import BaseEstimator
+except ImportError as error:  # pragma: no cover - the extra is missing
+    raise ImportError(
+        "structperc.sklearn needs scikit-learn: pip install 'structperc[sklearn]'"
+    ) from error
+
+from structperc.crf.edges import padded_nodes
+from structperc.decode.marginals import node_marginals
+from structperc.decode.transition_scan import shared_transition_log_partition
+from structperc.learn.fitting import FitSettings
+from structperc.model.batch import FeatureBatch, make_batch
+from structperc.model.weights import ChainWeights
+from structperc.sklearn.algorithms import ALGORITHMS, make_learner, resolved
+from structperc.sklearn.attributes import AttributeDictionary
+from structperc.sklearn.metrics import flat_accuracy_score
+from structperc.sklearn.model import FittedModel
+from structperc.sklearn.parallel import train_parallel, usable_jobs
+from structperc.sklearn.training import TrainingLog, train_chain
+from structperc.structures.chain import ChainData, ChainStructure, length_batches
+
+CONSTRAINTS = ("none", "iob2")
+PREDICT_BATCH = 256  # sequences scored in one lookup and decoded together
+MARGINALS_BATCH_TOKENS = 20_000  # padded tokens per forward-backward batch
+
+
+class CRF(BaseEstimator):
+    """A linear-chain sequence labeler with sklearn-crfsuite's interface (module docstring).
+
+    Args (CRFsuite's, None: CRFsuite's default):
+        algorithm: "lbfgs" (default), "l2sgd", "ap", "pa", "arow", "margin", "mmvp".
+        min_freq: keep attributes seen more than this many times in training (0).
+        all_possible_states: a weight for every (attribute, label), not only the pairs seen in
+            training (False; L-BFGS).
+        all_possible_transitions: accepted for compatibility: the transition matrix is whole.
+        c1: L1 coefficient (0; > 0 with lbfgs: OWL-QN).  c2: L2 coefficient (1).
+        max_iterations: iterations (L-BFGS) or epochs (lbfgs 1000, l2sgd 1000, others 100).
+        num_memories: L-BFGS memory (6).
+        epsilon: the online learners' convergence threshold on the per-token error (1e-5).
+        period, delta: the CRF stops when the objective's relative change stays below ``delta``
+            for ``period`` iterations in a row (10, 1e-5).
+        pa_type, c, error_sensitive: passive-aggressive settings (1, 1, True); ``c`` is also
+            the margin of "margin" and the step bound of "mmvp".
+        averaging: predict with averaged weights (True; pa, margin, mmvp).
+        variance, gamma: AROW settings (1, 1).
+        verbose: progress bars while training.
+    structperc's own:
+        device: where the tables live and the dynamic programs run ("cpu").
+        n_jobs: training processes (1; -1 every core), CPU only.
+        random_state: seed of the online learners' shuffled orders (0 when None).
+        constraints: "iob2" decodes only IOB2-valid labelings (labels must be IOB2 tags).
+    """
+
+    def __init__(
+        self,
+        algorithm=None,
+        min_freq=None,
+        all_possible_states=None,
+        all_possible_transitions=None,
+        c1=None,
+        c2=None,
+        max_iterations=None,
+        num_memories=None,
+        epsilon=None,
+        period=None,
+        delta=None,
+        pa_type=None,
+        c=None,
+        error_sensitive=None,
+        averaging=None,
+        variance=None,
+        gamma=None,
+        verbose=False,
+        device="cpu",
+        n_jobs=1,
+        random_state=None,
+        constraints=None,
+    ):
+        self.algorithm = algorithm
+        self.min_freq = min_freq
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
+        self.c1 = c1
+        self.c2 = c2
+        self.max_iterations = max_iterations
+        self.num_memories = num_memories
+        self.epsilon = epsilon
+        self.period = period
+        self.delta = delta
+        self.pa_type = pa_type
+        self.c = c
+        self.error_sensitive = error_sensitive
+        self.averaging = averaging
+        self.variance = variance
+        self.gamma = gamma
+        self.verbose = verbose
+        self.device = device
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.constraints = constraints
+
+    # -- training ------------------------------------------------------------------------------
+    def fit(self, X, y, X_dev=None, y_dev=None) -> CRF:
+        """Train on sequences ``X`` with labels ``y``; ``X_dev``, ``y_dev``: held-out sequences
+        whose token accuracy the training log reports each epoch."""
+        if (X_dev is None) != (y_dev is None):
+            raise ValueError("Pass both X_dev and y_dev to use the holdout data")
+        check_lengths(X, y, "X", "y")
+        X, y = non_empty(X, y)  # an empty sequence has nothing to learn from
+        if not X:
+            raise ValueError("X has no sequence with tokens: nothing to train on")
+        params = resolved(self.get_params())
+        learner = make_learner(params)
+        self._check_constraints()
+        attributes, features, values = AttributeDictionary.fit_transform(X, params["min_freq"])
+        labels = first_seen_labels(y)
+        data = chain_data(features, values, "X", labels, y)
+        dev = None
+        if X_dev is not None:
+            check_lengths(X_dev, y_dev, "X_dev", "y_dev")
+            X_dev, y_dev = non_empty(X_dev, y_dev)
+            dev = self._chain_data(X_dev, attributes, "X_dev", labels, y_dev)
+        weights = ChainWeights(len(attributes), labels, edges=False)
+        settings = FitSettings(
+            max_epochs=params["max_iterations"],
+            tol=params["epsilon"],
+            patience=3,
+            shuffle=True,
+            seed=0 if self.random_state is None else int(self.random_state),
+            device=self.device,
+            progress=bool(self.verbose),
+        )
+        world = usable_jobs(self.n_jobs)
+        if world > 1 and not ALGORITHMS[params["algorithm"]].parallel:
+            raise ValueError(
+                f"algorithm={params['algorithm']!r} trains in one process (its updates are "
+                f"online); use n_jobs=1, not {self.n_jobs}"
+            )
+        if world > 1:
+            log = train_parallel(world, learner, weights, data, settings, dev)
+        else:
+            log = train_chain(learner, weights.to(self.device), data, settings, dev)
+        info = {"algorithm": params["algorithm"], "settings": jsonable(params), "n_jobs": world}
+        self._model = FittedModel.of(weights, attributes, info)
+        self._structure, self._structure_key = None, None
+        self.training_log_: TrainingLog = log
+        return self
+
+    def _chain_data(self, X, attributes, name, labels=None, y=None) -> ChainData:
+        return chain_data(*attributes.transform(X, name), name, labels, y)
+
+    def _check_constraints(self) -> None:
+        if (self.constraints or "none") not in CONSTRAINTS:
+            raise ValueError(f"constraints must be one of {CONSTRAINTS}, got {self.constraints!r}")
+
+    # -- the fitted model ----------------------------------------------------------------------
+    @property
+    def model_(self) -> FittedModel:
+        model = getattr(self, "_model", None)
+        if model is None:
+            raise AttributeError("this CRF is not fitted yet: call fit(X, y) first")
+        return model
+
+    @property
+    def classes_(self) -> list[str]:
+        """The labels, in the order they first appear in the training labels."""
+        return list(self.model_.labels)
+
+    @property
+    def attributes_(self) -> list[str]:
+        """The attribute names of the model, ids in order."""
+        return list(self.model_.attributes.names)
+
+    @property
+    def num_attributes_(self) -> int:
+        return len(self.model_.attributes)
+
+    @property
+    def state_features_(self) -> dict[tuple[str, str], float]:
+        """{(attribute, label): weight}, the non-zero state weights."""
+        return self.model_.state_features()
+
+    @property
+    def transition_features_(self) -> dict[tuple[str, str], float]:
+        """{(from label, to label): weight}, the non-zero transition weights."""
+        return self.model_.transition_features()
+
+    @property
+    def size_(self) -> int:
+        """Bytes of the model (safetensors tables and JSON header)."""
+        return self.model_.size
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return getattr(self, "_model", None) is not None
+
+    def structure_(self) -> ChainStructure:
+        """The chain over the fitted tables on ``device``, with the ``constraints`` (built
+        again when either changes)."""
+        key = (str(self.device), self.constraints or "none")
+        if getattr(self, "_structure", None) is None or self._structure_key != key:
+            self._check_constraints()
+            weights = self.model_.weights(self.device)
+            self._structure = ChainStructure(weights, key[1])
+            self._structure_key = key
+        return self._structure
+
+    def _decoded(self, X, decode) -> list:
+        """``decode(ChainData, sequence numbers)`` of the non-empty sequences of ``X`` (a list,
+        one entry per sequence), the empty ones given [] (nothing to label)."""
+        kept = [s for s, xseq in enumerate(X) if len(xseq)]
+        out: list = [[] for _ in range(len(X))]
+        if kept:
+            data = self._chain_data([X[s] for s in kept], self.model_.attributes, "X")
+            for s, result in zip(kept, decode(data), strict=True):
+                out[s] = result
+        return out
+
+    # -- prediction ----------------------------------------------------------------------------
+    def predict(self, X) -> np.ndarray:
+        """The best labeling of each sequence: an object array of label lists."""
+        structure, labels = self.structure_(), self.model_.labels
+
+        def decode(data: ChainData) -> list:
+            paths = structure.predict(data, batch_size=PREDICT_BATCH, device=self.device)
+            return [[labels[j] for j in path] for path in paths]
+
+        return object_array(self._decoded(X, decode))
+
+    def predict_single(self, xseq) -> list[str]:
+        """The best labeling of one sequence."""
+        return list(self.predict([xseq])[0])
+
+    @torch.no_grad()
+    def predict_marginals(self, X) -> np.ndarray:
+        """p(y_t = label | x) of every token of every sequence: an object array of lists (one
+        per sequence) of {label: probability} dicts (one per token)."""
+        structure, labels = self.structure_(), self.model_.labels
+
+        def decode(data: ChainData) -> list:
+            out: list[list[dict]] = [[] for _ in range(len(data))]
+            batches = length_batches(data.features, PREDICT_BATCH, self.device, False)
+            for docs, batch in batches:
+                probs = token_marginals(structure, batch)  # [B, T, L]
+                for b, d in enumerate(docs):
+                    rows = probs[b, : int(batch.lengths[b])].tolist()
+                    out[d] = [dict(zip(labels, row, strict=True)) for row in rows]
+            return out
+
+        return object_array(self._decoded(X, decode))
+
+    def predict_marginals_single(self, xseq) -> list[dict]:
+        return list(self.predict_marginals([xseq])[0])
+
+    @torch.no_grad()
+    def predict_nbest(self, X, n: int) -> list[list[list[str]]]:
+        """The ``n`` best labelings of each sequence, best first (fewer where a sequence has
+        fewer labelings), exact (``decode/nbest.py``)."""
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        structure, labels = self.structure_(), self.model_.labels
+
+        def decode(data: ChainData) -> list:
+            out = []
+            for d in range(len(data)):
+                batch = make_batch(data.features, [d]).to(self.device)
+                paths, _ = structure.nbest(batch, n)  # [n, T]
+                out.append([[labels[j] for j in p] for p in paths.tolist() if p[0] >= 0])
+            return out
+
+        return [result or [[]] for result in self._decoded(X, decode)]
+
+    def score(self, X, y) -> float:
+        """Token accuracy of ``predict(X)`` against ``y``."""
+        return flat_accuracy_score(y, self.predict(X))
+
+    # -- pickling ------------------------------------------------------------------------------
+    def __getstate__(self) -> dict:
+        skip = ("_model", "_structure", "_structure_key")
+        state = {k: v for k, v in self.__dict__.items() if k not in skip}
+        model = getattr(self, "_model", None)
+        if model is not None:
+            state["_model_bytes"] = model.to_bytes()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        stored = state.pop("_model_bytes", None)
+        self.__dict__.update(state)
+        self._model = None if stored is None else FittedModel.from_bytes(*stored)
+        self._structure, self._structure_key = None, None
+
+
+def chain_data(features, values, name: str, labels=None, y=None) -> ChainData:
+    """The sequences as the chain reads them (gold label ids from ``y`` where given; a label
+    not among ``labels`` gets -1, never right)."""
+    if values is not None:
+        features = replace(features, values=values)
+    gold = None
+    if y is not None:
+        index = {label: i for i, label in enumerate(labels)}
+        gold = torch.tensor([index.get(t, -1) for yseq in y for t in yseq], dtype=torch.long)
+    return ChainData(features, gold)
+
+
+def token_marginals(structure: ChainStructure, batch: FeatureBatch) -> torch.Tensor:
+    """p(y_t = j | x) [B, T, L] of a batch of sequences (0 past each length), in float64.
+
+    Without constraints, the forward-backward over the node scores and the one transition
+    matrix (``decode/transition_scan.py``); with them, the chain's edge marginals of the
+    constrained potentials (``decode/marginals.py``).
+    """
+    if structure.allowed is not None:
+        potentials = structure.log_potentials(batch).double()  # [B, T, L, L]
+        return node_marginals(potentials, batch.lengths, "scaled")
+    weights = structure.weights
+    L = weights.num_labels
+    node, _ = weights.token_scores(batch)  # [N, L]
+    padded, first = padded_nodes(node.double(), batch)  # [B, T, L], [B, T]
+    transition = weights.edge.weight.view(L, L).double()
+    with torch.enable_grad():
+        padded.requires_grad_(True)
+        log_z = shared_transition_log_partition(padded, transition, batch.lengths, first)
+        (probs,) = torch.autograd.grad(log_z.sum(), padded)
+    return probs
+
+
+def non_empty(X, y) -> tuple[list, list]:
+    """The sequences of ``X`` and ``y`` that have tokens."""
+    kept = [s for s, xseq in enumerate(X) if len(xseq)]
+    return [X[s] for s in kept], [y[s] for s in kept]
+
+
+def check_lengths(X, y, x_name: str, y_name: str) -> None:
+    """ValueError naming the first sequence whose items and labels differ in number."""
+    if len(X) != len(y):
+        raise ValueError(f"{x_name} has {len(X)} sequences but {y_name} has {len(y)}")
+    for s, (xseq, yseq) in enumerate(zip(X, y, strict=True)):
+        if len(xseq) != len(yseq):
+            raise ValueError(
+                f"{x_name}[{s}] has {len(xseq)} items but {y_name}[{s}] has {len(yseq)} labels"
+            )
+        for t, label in enumerate(yseq):
+            if not isinstance(label, str):
+                raise ValueError(
+                    f"{y_name}[{s}][{t}]: a label must be a str, got {type(label).__name__}"
+                )
+
+
+def first_seen_labels(y: Sequence[Sequence[str]]) -> list[str]:
+    """The distinct labels of ``y`` in the order they first appear (CRFsuite's)."""
+    return list(dict.fromkeys(label for yseq in y for label in yseq))
+
+
+def object_array(items: list) -> np.ndarray:
+    """A 1-d object array of ``items`` (lists stay lists, whatever their lengths)."""
+    out = np.empty(len(items), dtype=object)
+    for i, item in enumerate(items):
+        out[i] = item
+    return out
+
+
+def jsonable(params: dict) -> dict:
+    """``params`` with every value a JSON scalar (others as their str)."""
+    plain = (str, int, float, bool, type(None))
+    return {k: v if isinstance(v, plain) else str(v) for k, v in params.items()}
