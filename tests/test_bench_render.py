@@ -200,6 +200,23 @@ def _results(bench) -> dict:
         "git": {"commit": "abc", "structperc_files_changed": 0},
     }
     split = {"documents": 4, "tokens": 400}
+    sklearn_run = {
+        "fit_s": 2.0,
+        "fit_cpu_s": 2.0,
+        "predict_tokens_per_s": 1000.0,
+        "marginals_tokens_per_s": 500.0,
+        "f1": 70.0,
+        "nonzero_weights": 300,
+        "weights": 1000,
+        "attributes": 200,
+        "train_tokens": 4000,
+        "test_tokens": 1000,
+    }
+    sklearn_runs = {
+        "crfsuite": sklearn_run,
+        "structperc_jobs1": {**sklearn_run, "fit_s": 1.5, "f1": 70.2},
+        "structperc_jobs2": {**sklearn_run, "fit_s": 1.0, "fit_cpu_s": 2.1, "f1": 70.1},
+    }
     speed = {"seconds": 1.0, "sentences_per_second": 10.0, "tokens_per_second": 100.0}
     results = {
         "schema": bench.SCHEMA,
@@ -312,6 +329,19 @@ def _results(bench) -> dict:
                 "named_cpu_s": 1.9,
                 "templates_cpu_s": 0.95,
             },
+            "sklearn": {
+                "config": {**common, **bench.sklearn_bench.QUICK, "algorithms": ["lbfgs"]},
+                "rows": [
+                    {
+                        "algorithm": "lbfgs",
+                        "settings": {"algorithm": "lbfgs", "c1": 0.1, "c2": 0.1},
+                        "runs": {name: [{**run}] for name, run in sklearn_runs.items()},
+                        **sklearn_runs,
+                    }
+                ],
+                "loadavg_start": [0.5, 0.5, 0.5],
+                "loadavg_end": [0.5, 0.5, 0.5],
+            },
         },
     }
     return json.loads(json.dumps(results))  # as read back from results.json
@@ -319,7 +349,7 @@ def _results(bench) -> dict:
 
 def test_render_every_section_and_required_row(bench):
     text = bench.render(_results(bench))
-    for heading in ("## 1. ", "## 2. ", "## 3. ", "## 4. ", "## 5. ", "## 6. "):
+    for heading in ("## 1. ", "## 2. ", "## 3. ", "## 4. ", "## 5. ", "## 6. ", "## 10. "):
         assert heading in text
     assert "## 7. POS tagger (45 tags, CoNLL-2000): structperc vs CRFsuite" in text
     assert "## Every row at a glance" in text

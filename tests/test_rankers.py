@@ -193,9 +193,9 @@ def test_jackknife_never_trains_a_first_model_on_its_held_out_fold(monkeypatch, 
     )
     seen: dict[int, set[str]] = {}
 
-    def spy_train(learner, train, num_features, labels, settings, edges=True):
+    def spy_train(learner, train, *args):
         seen[len(seen)] = {d.tokens[0] for d in train.documents}
-        return real_train(learner, train, num_features, labels, settings, edges)
+        return real_train(learner, train, *args)
 
     real_train = jackknife.train_first_model
     monkeypatch.setattr(jackknife, "train_first_model", spy_train)
