@@ -41,6 +41,9 @@ SEED_GROUPS = {  # runs/<group>_seed<N>: label
     "local": "Averaged perceptron, local features",
     "local_wc": "Averaged perceptron, local features + word classes",
     "local_wc_cbow": "Averaged perceptron, local features + word classes (CBOW)",
+    "margin": "Margin perceptron (C = 1414), local features",
+    "margin_wc_cbow": "Margin perceptron (C = 1414), local features + word classes (CBOW)",
+    "nonlocal_wc_cbow": "Proposed, non-local (the main job's setting) + word classes (CBOW)",
 }
 
 
