@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from structperc.data.document import Document
 
-_FLAGS: dict[str, Callable[[str], bool]] = {
+WORD_FLAGS: dict[str, Callable[[str], bool]] = {
     "2d": re.compile(r"^\d\d$").match,
     "4d": re.compile(r"^\d\d\d\d$").match,
     "d&a": lambda w: any(c.isdigit() for c in w) and any(c.isalpha() for c in w),
@@ -38,7 +38,7 @@ _FLAGS: dict[str, Callable[[str], bool]] = {
 }
 
 LEXICAL = ("w", "wl", "pos", "chk", "p1", "p2", "p3", "p4", "s1", "s2", "s3", "s4")
-FLAGS = tuple(_FLAGS)
+FLAGS = tuple(WORD_FLAGS)
 TABLE1 = LEXICAL + FLAGS
 
 
@@ -66,8 +66,8 @@ def token_attributes(
             n = int(name[1:])
             cut = (lambda w, n=n: w[:n]) if name[0] == "p" else (lambda w, n=n: w[-n:])
             cols[name] = [cut(w) if len(w) >= n else None for w in words]
-        elif name in _FLAGS:
-            test = _FLAGS[name]
+        elif name in WORD_FLAGS:
+            test = WORD_FLAGS[name]
             cols[name] = ["1" if test(w) else flag_off for w in words]
         else:
             raise ValueError(f"unknown token attribute {name!r}; known: {', '.join(TABLE1)}")

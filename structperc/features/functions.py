@@ -46,6 +46,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from structperc.features.attributes import WORD_FLAGS
 from structperc.features.extract import FactorColumn
 
 Value = str | None
@@ -69,24 +70,23 @@ def short_word_shape(value: str) -> str:
     return "".join(c for i, c in enumerate(shape) if i == 0 or shape[i - 1] != c)
 
 
-_TWO_DIGITS = re.compile(r"^\d\d$").match
-_FOUR_DIGITS = re.compile(r"^\d\d\d\d$").match
-_CAP_PERIOD = re.compile(r"^[A-Z]\.$").match
-
-# Bikel et al.'s word-form flags (Table 1's 2d, 4d, d&a, d&-, d&/, d&,, d&., n, ic, ac, l, cp)
+# Bikel et al.'s word-form flags, Table 1's tests (features/attributes.py) under readable names
+FLAG_NAMES = {
+    "twodigits": "2d",
+    "fourdigits": "4d",
+    "digit_alpha": "d&a",
+    "digit_dash": "d&-",
+    "digit_slash": "d&/",
+    "digit_comma": "d&,",
+    "digit_period": "d&.",
+    "number": "n",
+    "initcap": "ic",
+    "allcaps": "ac",
+    "alllower": "l",
+    "capperiod": "cp",
+}
 FLAGS: dict[str, Callable[[str], object]] = {
-    "twodigits": _TWO_DIGITS,
-    "fourdigits": _FOUR_DIGITS,
-    "digit_alpha": lambda v: any(c.isdigit() for c in v) and any(c.isalpha() for c in v),
-    "digit_dash": lambda v: any(c.isdigit() for c in v) and "-" in v,
-    "digit_slash": lambda v: any(c.isdigit() for c in v) and "/" in v,
-    "digit_comma": lambda v: any(c.isdigit() for c in v) and "," in v,
-    "digit_period": lambda v: any(c.isdigit() for c in v) and "." in v,
-    "number": lambda v: v.isdigit() and len(v) not in (2, 4),
-    "initcap": lambda v: v[:1].isupper(),
-    "allcaps": lambda v: v.isupper(),
-    "alllower": lambda v: v.islower(),
-    "capperiod": _CAP_PERIOD,
+    name: WORD_FLAGS[short] for name, short in FLAG_NAMES.items()
 }
 
 VALUE_FUNCTIONS: dict[str, Callable[[str], Value]] = {
