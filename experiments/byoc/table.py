@@ -151,6 +151,42 @@ def learners() -> str:
     return "\n".join(lines) + "\n"
 
 
+def main_job() -> str:
+    """The main job with Table 1 written as templates (the ``kazama_templates`` preset) beside
+    the main job with the named attributes: every figure of the two results.json files."""
+    named_run, tpl_run = (
+        HERE.parent / "kazama2007" / "runs" / "main_job",
+        RUNS / "main_job_templates",
+    )
+    named, tpl = results(named_run), results(tpl_run)
+    keys = ("epoch", "word_error", "updates", "updates_a", "updates_b", "dev_f1")
+    same_history = [{k: e.get(k) for k in keys} for e in named["history"]] == [
+        {k: e.get(k) for k in keys} for e in tpl["history"]
+    ]
+    lines = [
+        "| features | features (count) | epochs | dev F1 | test F1 |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for label, r in (
+        ("named attributes (`../kazama2007/runs/main_job`)", named),
+        ("Table 1 as templates (`runs/main_job_templates`)", tpl),
+    ):
+        lines.append(
+            f"| {label} | {r['num_features']:,} | {r['epochs']} | {r['dev']['f1']:.2f} | "
+            f"{r['test']['f1']:.2f} |"
+        )
+    lines += [
+        "",
+        f"Every epoch's word error, updates (of kinds A and B) and dev F1 the same: "
+        f"{'yes' if same_history else 'no'}; test F1 equal to the last digit: "
+        f"{'yes' if named['test']['f1'] == tpl['test']['f1'] else 'no'}.",
+        "",
+        f"Commands: `{command(tpl_run)}`; the named attributes': "
+        f"`python -m structperc.run +experiment=conll03_nonlocal`.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def example() -> str:
     run = RUNS / "spanish_example"
     r = results(run)
@@ -173,5 +209,6 @@ if __name__ == "__main__":
             "pos_labels": pos_labels,
             "example": example,
             "learners": learners,
+            "main_job": main_job,
         },
     )
