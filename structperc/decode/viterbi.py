@@ -244,8 +244,12 @@ def _token_steps(node: Tensor, edge: Tensor) -> tuple[Tensor, Tensor]:
     microsecond where torch's cost five (the same float sums, so the same path and score); ties
     go to the smallest label."""
     T, L = node.shape
-    trans = (edge[1:] + node[1:].unsqueeze(1)).cpu().numpy()  # [T - 1, L, L]: M_1..M_{T-1}
-    alpha = node[0].cpu().numpy()
+    scores = node.detach().cpu().numpy()  # [T, L]
+    if edge.stride(0) == 0:  # one transition matrix expanded over the tokens (edges=False)
+        trans = edge[0].detach().cpu().numpy() + scores[1:, None, :]  # [T - 1, L, L]
+    else:
+        trans = edge[1:].detach().cpu().numpy() + scores[1:, None, :]  # M_1..M_{T-1}
+    alpha = scores[0]
     labels = np.arange(L)
     rows: list = [None]
     for t in range(T - 1):
@@ -255,8 +259,8 @@ def _token_steps(node: Tensor, edge: Tensor) -> tuple[Tensor, Tensor]:
         rows.append(arg.tolist())
     last = int(alpha.argmax())
     path = trace_path(rows, last, T)
-    score = torch.tensor(alpha[last], dtype=node.dtype, device=node.device)
-    return torch.from_numpy(np.array(path, dtype=np.int64)).to(node.device), score
+    score = torch.from_numpy(alpha[last : last + 1].copy()).view(())
+    return torch.from_numpy(np.array(path, dtype=np.int64)).to(node.device), score.to(node.device)
 
 
 def backpointers(potentials: Tensor, alpha: Tensor) -> Tensor:
