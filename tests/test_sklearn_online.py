@@ -16,7 +16,7 @@ import torch
 pytest.importorskip("sklearn")
 
 from structperc.decode.reference import viterbi_loop  # noqa: E402
-from structperc.decode.viterbi import _token_steps  # noqa: E402
+from structperc.decode.viterbi import _token_steps, token_path, viterbi_tokens  # noqa: E402
 from structperc.learn.fitting import shard_order  # noqa: E402
 from structperc.model.updates import label_pairs  # noqa: E402
 from structperc.sklearn import CRF  # noqa: E402
@@ -121,3 +121,16 @@ def test_token_steps_read_a_shared_transition_matrix_as_a_whole_one():
 def test_label_pairs_are_previous_times_labels_plus_current():
     labels = np.array([2, 0, 1, 1])
     assert label_pairs(labels, 3).tolist() == [2, 6, 1, 4]
+
+
+def test_token_path_is_viterbi_tokens_path():
+    """The path-only decode of a training step equals ``viterbi_tokens``'s path, through the
+    recursion (short sequences) and the blocked scan (long ones), shared or per-token edges."""
+    gen = torch.Generator().manual_seed(4)
+    for T in (1, 2, 9, 120):
+        node = torch.randint(-2, 3, (T, 5), generator=gen).float()  # integer scores: ties
+        for edge in (
+            torch.randint(-2, 3, (5, 5), generator=gen).float().expand(T, 5, 5),
+            torch.randint(-2, 3, (T, 5, 5), generator=gen).float(),
+        ):
+            assert token_path(node, edge).tolist() == viterbi_tokens(node, edge)[0].tolist()
