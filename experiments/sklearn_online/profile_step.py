@@ -164,7 +164,23 @@ def render(results: dict) -> str:
             f"| {row['T']} | {row['argmax_us']:.0f} | {row['token_scores_us']:.0f} | "
             f"{row['argmax_us_per_token']:.1f} |"
         )
-    lines.append("")
+    parts = fit["parts"]
+    decode = {row["T"]: row for row in results["decode"]}
+    sentence, document = decode[min(decode)], decode[max(decode)]
+    argmax = parts["argmax"]["seconds"]
+    lines += [
+        "",
+        "Reading: the one-sentence decode (`argmax`) is "
+        f"{100 * argmax / fit['fit_cpu_s']:.0f}% of fit's CPU time, and per token a sentence's "
+        f"decode costs {sentence['argmax_us_per_token'] / document['argmax_us_per_token']:.1f} "
+        f"times a document's ({sentence['argmax_us_per_token']:.1f} against "
+        f"{document['argmax_us_per_token']:.1f} us).  A step's time is the fixed cost of its "
+        "NumPy/torch calls, not their arithmetic: three a position in a sentence's recursion, a "
+        "few dozen an update, against O(sqrt T) calls for a document's blocked scan "
+        "(`decode/viterbi.py`).  The Hydra pipeline's instances are documents, the face's are "
+        "sentences.",
+        "",
+    ]
     return "\n".join(lines)
 
 
