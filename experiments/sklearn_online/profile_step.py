@@ -69,7 +69,7 @@ def timed_fit(sentences: int) -> dict:
         for name in names:
             originals.append((classes[cls_name], name, wrap(classes[cls_name], name, name)))
     originals.append(
-        (viterbi, "_token_steps", wrap(viterbi, "_token_steps", "viterbi (one sentence)"))
+        (viterbi, "_token_recursion", wrap(viterbi, "_token_recursion", "viterbi (one sentence)"))
     )
     data = Path(os.environ.get("STRUCTPERC_DATA", "data")) / "conll2003" / "train.txt"
     train = iob_sents(data, sentences)
