@@ -11,7 +11,8 @@ step size on a sample of the training data; this is the same idea, done once for
     STRUCTPERC_DATA=/work/shared/data python experiments/sklearn_l2sgd/choose_step.py
 
 writes ``results.json`` (every run) and ``README.md`` (the table, rendered from it) beside this
-file.
+file.  ``first_grid.json`` is an earlier run of this script over lr 0.05..0.4 and batch_tokens
+500..2000, whose best pair sat on the grid's edge (the smallest batch): the grid here moved down.
 """
 
 from __future__ import annotations
