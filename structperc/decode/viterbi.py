@@ -36,6 +36,7 @@ arithmetic of each step does.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections import OrderedDict
@@ -243,10 +244,23 @@ def _token_steps(node: Tensor, edge: Tensor) -> tuple[Tensor, Tensor]:
     CPU: one add, argmax and gather a position, in NumPy, whose calls on [L, L] arrays cost a
     microsecond where torch's cost five (the same float sums, so the same path and score); ties
     go to the smallest label."""
+    path, alpha, last = _token_recursion(node, edge)
+    score = torch.from_numpy(alpha[last : last + 1].copy()).view(())
+    return path_tensor(path, node.device), score if node.device.type == "cpu" else score.to(
+        node.device
+    )
+
+
+def _token_recursion(node: Tensor, edge: Tensor) -> tuple[list[int], np.ndarray, int]:
+    """``_token_steps``'s recursion: (the path, the last alpha [L] float, its best label)."""
     T, L = node.shape
-    trans = (edge[1:] + node[1:].unsqueeze(1)).cpu().numpy()  # [T - 1, L, L]: M_1..M_{T-1}
-    alpha = node[0].cpu().numpy()
-    labels = np.arange(L)
+    scores = node.detach().cpu().numpy()  # [T, L]
+    if edge.stride(0) == 0:  # one transition matrix expanded over the tokens (edges=False)
+        trans = edge[0].detach().cpu().numpy() + scores[1:, None, :]  # [T - 1, L, L]
+    else:
+        trans = edge[1:].detach().cpu().numpy() + scores[1:, None, :]  # M_1..M_{T-1}
+    alpha = scores[0]
+    labels = label_range(L)
     rows: list = [None]
     for t in range(T - 1):
         cand = alpha[:, None] + trans[t]  # [i, j]
@@ -254,9 +268,30 @@ def _token_steps(node: Tensor, edge: Tensor) -> tuple[Tensor, Tensor]:
         alpha = cand[arg, labels]
         rows.append(arg.tolist())
     last = int(alpha.argmax())
-    path = trace_path(rows, last, T)
-    score = torch.tensor(alpha[last], dtype=node.dtype, device=node.device)
-    return torch.from_numpy(np.array(path, dtype=np.int64)).to(node.device), score
+    return trace_path(rows, last, T), alpha, last
+
+
+def token_path(node: Tensor, edge: Tensor) -> Tensor:
+    """``viterbi_tokens``'s best path [T] alone (no score tensor made: a training step's decode,
+    ``ChainStructure.decode_tokens``)."""
+    T, L = node.shape
+    if T > 1 and not blocked_scan_pays(T, L, node.device):
+        return path_tensor(_token_recursion(node, edge)[0], node.device)
+    return viterbi_tokens(node, edge)[0]
+
+
+@functools.lru_cache(maxsize=64)
+def label_range(L: int) -> np.ndarray:
+    """0..L-1 (read-only: shared between calls)."""
+    labels = np.arange(L)
+    labels.flags.writeable = False
+    return labels
+
+
+def path_tensor(path: list[int], device: torch.device) -> Tensor:
+    """A path as a long tensor on ``device`` (``torch.from_numpy``: 7x ``torch.tensor``)."""
+    out = torch.from_numpy(np.array(path, dtype=np.int64))
+    return out if device.type == "cpu" else out.to(device)
 
 
 def backpointers(potentials: Tensor, alpha: Tensor) -> Tensor:

@@ -90,8 +90,7 @@ def path_delta(
     L = num_labels
     g, p = gold.cpu().numpy(), pred.cpu().numpy()  # [N] each (numpy: see ``csr_rows``)
     node_diff = g != p  # [N]
-    g_pair = np.roll(g, 1) * L + g  # [N] (meaningless at a document's first token)
-    p_pair = np.roll(p, 1) * L + p
+    g_pair, p_pair = label_pairs(g, L), label_pairs(p, L)  # [N] (meaningless at token 0)
     edge_diff = g_pair != p_pair  # [N]
     edge_diff[batch.first_token.cpu().numpy()] = False  # no previous label there
     tokens = np.flatnonzero(node_diff | edge_diff)  # [K]
@@ -124,6 +123,14 @@ def path_delta(
         return torch.from_numpy(index).to(device), torch.from_numpy(signs).to(device, dtype)
 
     return SparseDelta({"node": part(node, signs_n), "edge": part(edge, signs_e)})
+
+
+def label_pairs(labels: np.ndarray, num_labels: int) -> np.ndarray:
+    """[N]: labels[t - 1] * L + labels[t] at t >= 1 (the edge column of the label pair), and
+    labels[0] at t = 0, where no label precedes (a document's first token: never read)."""
+    pairs = labels.copy()
+    pairs[1:] += labels[:-1] * num_labels
+    return pairs
 
 
 class Updater:

@@ -41,7 +41,7 @@ from structperc.decode.constraints import allowed_transitions, constrain, constr
 from structperc.decode.nbest import nbest
 from structperc.decode.scaled_scan import NEG
 from structperc.decode.scores import path_scores
-from structperc.decode.viterbi import viterbi, viterbi_packed, viterbi_tokens
+from structperc.decode.viterbi import token_path, viterbi, viterbi_packed
 from structperc.features.extract import FeatureMatrix
 from structperc.model.batch import (
     Device,
@@ -164,12 +164,12 @@ class ChainStructure:
 
     def decode_tokens(self, node: Tensor, edge: Tensor) -> Tensor:
         """Viterbi label ids [T] of one document from its token scores node [T, L] and
-        edge [T, L, L] (``viterbi_tokens``: no potentials tensor; the path ``viterbi`` finds)."""
+        edge [T, L, L] (``token_path``: no potentials tensor; the path ``viterbi`` finds)."""
         if self.allowed is not None:
             first = torch.zeros(len(node), dtype=torch.bool, device=node.device)
             first[0] = True
             node, edge = constrain_tokens(node, edge, first, *self.allowed)
-        return viterbi_tokens(node, edge)[0]
+        return token_path(node, edge)
 
     def nbest(self, batch: FeatureBatch, n: int) -> tuple[Tensor, Tensor]:
         """The n best labelings [n, T] (-1 rows past the existing ones) and scores [n] of a
