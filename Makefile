@@ -55,7 +55,7 @@ TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 
 test: $(STAMP) ## Run the test suite (synthetic data and slices of the real data; in TEST_JOBS processes)
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
 
-bench: $(STAMP) ## Every speed row (NER and POS tagger vs CRFsuite, CRF, n-best, proposed, label-chunk DP, rerank, scoring vs seqeval), ~20-25 min; writes experiments/bench/
+bench: $(STAMP) ## Every speed row (NER and POS tagger vs CRFsuite, CRF, n-best, proposed, label-chunk DP, rerank, scoring vs seqeval, templates, the sklearn face vs sklearn-crfsuite), ~20-25 min plus an estimated 30-40 for the sklearn section (--only picks sections); writes experiments/bench/
 	$(PY) experiments/bench/bench.py
 
 bench-quick: $(STAMP) ## The same benchmark on small slices (~2 min, checks the plumbing); writes experiments/bench/quick/
