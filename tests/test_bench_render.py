@@ -401,7 +401,7 @@ def test_render_every_section_and_required_row(bench):
     assert "target < 600 s" not in text  # a slice of the test set says nothing of the target
 
 
-@pytest.mark.parametrize("folder", ["", "crf_float32", "crf_observed"])
+@pytest.mark.parametrize("folder", ["", "crf_float32", "crf_observed", "sklearn_slice"])
 def test_committed_readmes_are_rendered_from_their_results(bench, folder):
     """Each committed README of the bench is what ``bench.py --render-only`` makes of the
     results.json (and profile.json) beside it: nothing in it typed by hand, nothing stale."""
