@@ -42,6 +42,7 @@ from structperc.learn.fitting import (
 )
 from structperc.model.mixing import ParameterMixing
 from structperc.model.updates import Updater
+from structperc.native.online import compiled_epochs
 from structperc.progress import bar
 from structperc.structures.base import check_capabilities
 
@@ -230,6 +231,7 @@ def run_epochs(
     unit = data.unit
     shard = rank_shard(data, group)
     mixing = ParameterMixing(group, updater, settings.mixing) if group.parallel else None
+    fast = settings.compiled and compiled_epochs(learner, structure, updater, data, settings.device)
     for epoch in range(start_epoch + 1, settings.max_epochs + 1):
         extra = on_epoch_start(epoch) if on_epoch_start is not None else {}
         order = shard_order(len(data), shard, settings.shuffle, settings.seed, epoch, group.rank)
@@ -238,12 +240,15 @@ def run_epochs(
         enabled = settings.progress and group.is_main
         if mixing is not None:
             mixing.begin()
-        for i in bar(order, enabled=enabled, desc=f"epoch {epoch}", unit=unit):
-            if i not in instances:
-                instances[i] = structure.instance(data, i, settings.device)
-            batch, gold = instances[i]
-            stats += learner.step(structure, updater, batch, gold)
-            updater.tick()
+        if fast:  # the whole epoch in compiled code (native/online.py)
+            stats = fast(order, progress=enabled, desc=f"epoch {epoch}")
+        else:
+            for i in bar(order, enabled=enabled, desc=f"epoch {epoch}", unit=unit):
+                if i not in instances:
+                    instances[i] = structure.instance(data, i, settings.device)
+                batch, gold = instances[i]
+                stats += learner.step(structure, updater, batch, gold)
+                updater.tick()
         if mixing is not None:
             before = mixing.seconds
             mixing.end(stats.updates)

@@ -172,6 +172,20 @@ def full_objective(
     grads = [leaf.grad.to_dense() if leaf.grad.is_sparse else leaf.grad for leaf in leaves]
     if weights.edges and weights.node_only is not None:  # node features only: no edge gradient
         grads[0][weights.node_only.to(grads[0].device), L:] = 0
+    return with_prior(learner, tables, grads, total, errors, group)
+
+
+def with_prior(
+    learner: CRFSettings,
+    tables: list[Tensor],
+    grads: list[Tensor],
+    total: float,
+    errors: int,
+    group: Group = SERIAL,
+) -> tuple[float, float, list[Tensor], int]:
+    """``full_objective``'s result from this rank's sum_d nll_d (``total``), its gradients of
+    ``tables`` and posterior errors: the sums all-reduced over ``group``, then the Gaussian
+    prior ||w||^2 / (2 sigma2) and its gradient w / sigma2 added, once."""
     group.all_sum_(*grads)
     total, errors = group.all_sum(total, errors)
     errors = int(errors)

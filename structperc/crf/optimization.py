@@ -91,6 +91,7 @@ from structperc.decode.marginals import check_scan
 from structperc.distributed import SERIAL, Group
 from structperc.features.extract import FeatureMatrix
 from structperc.learn.fitting import Convergence, EpochLog, FitResult, epoch_order
+from structperc.native.crf_objective import CompiledObjective
 from structperc.progress import bar
 from structperc.structures.chain import ChainStructure
 
@@ -168,7 +169,8 @@ class Optimization:
         group: Group = SERIAL,
     ):
         self.t_start = time.perf_counter()
-        check_scan(learner.scan)  # resolved by ``CRF.resolved``
+        if learner.scan != "compiled":  # (native/crf_objective.py checks its own needs)
+            check_scan(learner.scan)  # resolved by ``CRF.resolved``
         self.learner, self.structure, self.weights = learner, structure, structure.weights
         self.features, self.labels = features, labels
         self.seed, self.device, self.progress = seed, device, progress
@@ -485,15 +487,20 @@ class LBFGSTraining(Optimization):
         super().__init__(*args, **kwargs)
         device, weights = self.device, self.weights
         self.features = FeatureMatrix(*(t.to(device) for t in self.features.tensors().values()))
-        f = features_cpu(self.features)
-        index = TransposedIndex.build(f.ids, f.offsets, weights.num_features, f.values)
-        self.index = index.to(device)
-        self.buckets = self.training_buckets(
-            self.learner.dp_batch_tokens,
-            with_index=False,
-            packed=self.learner.pack,
-            sequential=self.learner.scan == "sequential",
-        )
+        self.compiled = None  # scan="compiled": the objective by native/crf_kernels.py
+        self.buckets: list = []
+        if self.learner.scan == "compiled":
+            self.compiled = CompiledObjective(weights, self.features, self.labels)
+        else:
+            f = features_cpu(self.features)
+            index = TransposedIndex.build(f.ids, f.offsets, weights.num_features, f.values)
+            self.index = index.to(device)
+            self.buckets = self.training_buckets(
+                self.learner.dp_batch_tokens,
+                with_index=False,
+                packed=self.learner.pack,
+                sequential=self.learner.scan == "sequential",
+            )
         self.tables = tables = weights.dense_tables  # (updated in place)
         self.support = None
         if self.learner.support == "observed":  # CRFsuite's model (sparse.py)
@@ -517,9 +524,12 @@ class LBFGSTraining(Optimization):
     def objective(self) -> tuple[float, list[Tensor]]:
         if self.support:  # L-BFGS moved the reduced parameters: the tables follow
             self.support.scatter_(self.tables, self.opt.params)
-        f, total, grads, errors = full_objective(
-            self.learner, self.structure, self.features, self.index, self.buckets, self.group
-        )
+        if self.compiled is not None:
+            f, total, grads, errors = self.compiled(self.learner, self.group)
+        else:
+            f, total, grads, errors = full_objective(
+                self.learner, self.structure, self.features, self.index, self.buckets, self.group
+            )
         self.last.update(nll=total, errors=errors)
         return f, self.support.gather(grads) if self.support else grads
 

@@ -34,7 +34,10 @@ class FitSettings:
 
     ``processes`` > 1 lets a serial training on CPU fork children to use more cores, with
     bit-identical results: BPM's single epochs run side by side, and each epoch's evaluation and
-    checkpoint run while the next epoch trains (``forking.py``)."""
+    checkpoint run while the next epoch trains (``forking.py``).
+
+    ``compiled``: run an online epoch in compiled code where ``native.online`` has it for the
+    learner and structure (numba installed; the same results), else the Python loop."""
 
     max_epochs: int = 50
     tol: float = 1e-4
@@ -45,6 +48,7 @@ class FitSettings:
     progress: bool = True
     mixing: str = "uniform"
     processes: int = 1
+    compiled: bool = True
 
 
 @dataclass

@@ -44,6 +44,7 @@ from structperc.decode.transition_scan import shared_transition_log_partition
 from structperc.learn.fitting import FitSettings
 from structperc.model.batch import FeatureBatch, make_batch
 from structperc.model.weights import ChainWeights
+from structperc.native.chain_predict import compiled_chain
 from structperc.sklearn.algorithms import ALGORITHMS, make_learner, resolved
 from structperc.sklearn.attributes import AttributeDictionary
 from structperc.sklearn.metrics import flat_accuracy_score
@@ -253,7 +254,13 @@ class CRF(BaseEstimator):
         """The best labeling of each sequence: an object array of label lists."""
         structure, labels = self.structure_(), self.model_.labels
 
+        compiled = compiled_chain(structure, self.device)
+
         def decode(data: ChainData) -> list:
+            if compiled is not None:  # numba: one pass, no padding (native/chain_predict.py)
+                return [
+                    [labels[j] for j in path.tolist()] for path in compiled.labels(data.features)
+                ]
             paths = structure.predict(data, batch_size=PREDICT_BATCH, device=self.device)
             return [[labels[j] for j in path] for path in paths]
 
@@ -269,7 +276,14 @@ class CRF(BaseEstimator):
         per sequence) of {label: probability} dicts (one per token)."""
         structure, labels = self.structure_(), self.model_.labels
 
+        compiled = compiled_chain(structure, self.device)
+
         def decode(data: ChainData) -> list:
+            if compiled is not None:  # numba (native/chain_predict.py)
+                return [
+                    [dict(zip(labels, row, strict=True)) for row in probs.tolist()]
+                    for probs in compiled.marginals(data.features)
+                ]
             out: list[list[dict]] = [[] for _ in range(len(data))]
             batches = length_batches(data.features, PREDICT_BATCH, self.device, False)
             for docs, batch in batches:

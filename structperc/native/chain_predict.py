@@ -1,0 +1,71 @@
+"""Viterbi labels and token marginals of a chain with one transition matrix, compiled.
+
+``compiled_chain(structure, device)`` is a ``CompiledChain`` where the chain is CRFsuite's model
+(``ChainWeights(edges=False)``) without label constraints, on the CPU, with numba installed, and
+None otherwise (the torch paths: ``ChainStructure.predict``, ``decode/transition_scan.py``).
+Its ``labels`` are ``chain_kernels.viterbi``'s paths (the first maximum on ties, as
+``decode.viterbi._token_recursion``), its ``marginals`` the scaled forward-backward of
+``crf_kernels.node_marginals``; one pass over the documents, no padding.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from structperc import native
+from structperc.features.extract import FeatureMatrix
+from structperc.structures.chain import ChainStructure
+
+
+def compiled_chain(structure, device) -> CompiledChain | None:
+    """The compiled decoder of ``structure`` (module docstring), or None."""
+    if not native.available() or torch.device(device).type != "cpu":
+        return None
+    if type(structure) is not ChainStructure or structure.allowed is not None:
+        return None
+    return None if structure.weights.edges else CompiledChain(structure)
+
+
+class CompiledChain:
+    def __init__(self, structure: ChainStructure):
+        self.weights = structure.weights
+
+    def _inputs(self, features: FeatureMatrix) -> tuple:
+        w = self.weights
+        L = w.num_labels
+        node = w.node.weight.detach().numpy()  # [F, L]
+        trans = w.edge.weight.detach().numpy().reshape(L, L)  # [L (from), L (to)]
+        weighted = features.values is not None
+        values = features.values.numpy() if weighted else np.ones(1, node.dtype)
+        return (
+            features.doc_offsets.numpy().astype(np.int64),
+            features.ids.numpy(),
+            features.offsets.numpy().astype(np.int64),
+            values.astype(node.dtype),
+            weighted,
+            node,
+            trans,
+        )
+
+    def labels(self, features: FeatureMatrix) -> list[list[int]]:
+        """The Viterbi label ids of every document."""
+        from structperc.native.chain_kernels import predict_all
+
+        out = np.empty(features.num_tokens, np.int64)  # [N]
+        predict_all(*self._inputs(features), out)
+        return split(out, features.doc_offsets)
+
+    def marginals(self, features: FeatureMatrix) -> list[np.ndarray]:
+        """p(y_t = j | x) [T_d, L] (float64) of every document."""
+        from structperc.native.crf_kernels import node_marginals
+
+        out = np.empty((features.num_tokens, self.weights.num_labels))  # [N, L]
+        node_marginals(*self._inputs(features), out)
+        return split(out, features.doc_offsets)
+
+
+def split(rows: np.ndarray, doc_offsets) -> list:
+    """``rows`` [N, ...] cut into the documents' runs."""
+    bounds = doc_offsets.tolist()
+    return [rows[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]

@@ -1,0 +1,175 @@
+"""numba kernel of the CRF's negative log-likelihood and its gradient, one transition matrix.
+
+The model is CRFsuite's (``ChainWeights(edges=False)``: node table W [F, L], transitions
+A [L, L]).  For each document with token scores s_t(j) = sum_f v_f W[f, j] (f the token's
+features, v_f their values) and gold labels y*:
+
+    nll = log Z - s(y*),   s(y) = sum_t s_t(y_t) + sum_{t>=1} A[y_{t-1}, y_t]
+    d nll / d W[f, j] = sum_{t: f fires} v_f (p(y_t = j) - [y*_t = j])
+    d nll / d A[i, j] = sum_{t>=1} (p(y_{t-1} = i, y_t = j) - [y*_{t-1} = i, y*_t = j])
+
+The marginals come from the scaled forward-backward algorithm (Rabiner 1989, section V.A; as
+CRFsuite's ``crf1d_context``): with E_t(j) = exp(s_t(j) - m_t), M = exp(A - max A),
+alpha_t = (alpha_{t-1} M) * E_t normalised by its sum c_t, beta_t(i) = sum_j M[i, j] E_{t+1}(j)
+beta_{t+1}(j) / c_{t+1}, so that p(y_t = j) = alpha_t(j) beta_t(j),
+p(y_{t-1} = i, y_t = j) = alpha_{t-1}(i) M[i, j] E_t(j) beta_t(j) / c_t and
+log Z = sum_t log c_t + sum_t m_t + (T - 1) max A.  Everything in float64.
+
+The errors it counts are the tokens whose most probable label (the first maximum of the
+marginals) is not the gold one, as ``crf.objective.posterior_errors``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def exp_transitions(trans):  # pragma: no cover - jit
+    """(M = exp(A - max A) [L, L] float64, max A)."""
+    L = trans.shape[0]
+    top = -np.inf
+    for i in range(L):
+        for j in range(L):
+            top = max(top, float(trans[i, j]))
+    M = np.empty((L, L))
+    for i in range(L):
+        for j in range(L):
+            M[i, j] = math.exp(float(trans[i, j]) - top)
+    return M, top
+
+
+@njit(cache=True)
+def forward_backward(
+    t0, T, ids, offsets, values, weighted, node, M, scores, E, alpha, beta, c
+):  # pragma: no cover - jit
+    """Token scores (scores[:T]), E, the normalised alpha and beta of tokens t0..t0+T-1 and
+    log Z less (T - 1) max A; afterwards p(y_t = j) = alpha[t, j] beta[t, j]."""
+    L = node.shape[1]
+    log_z = 0.0
+    for t in range(T):
+        for j in range(L):
+            scores[t, j] = 0.0
+        for k in range(offsets[t0 + t], offsets[t0 + t + 1]):
+            f = ids[k]
+            v = float(values[k]) if weighted else 1.0
+            for j in range(L):
+                scores[t, j] += v * float(node[f, j])
+        m = scores[t, 0]
+        for j in range(1, L):
+            m = max(m, scores[t, j])
+        log_z += m
+        for j in range(L):
+            E[t, j] = math.exp(scores[t, j] - m)
+    for t in range(T):  # forward, normalised
+        total_t = 0.0
+        for j in range(L):
+            if t == 0:
+                a = E[0, j]
+            else:
+                a = 0.0
+                for i in range(L):
+                    a += alpha[t - 1, i] * M[i, j]
+                a *= E[t, j]
+            alpha[t, j] = a
+            total_t += a
+        c[t] = total_t
+        for j in range(L):
+            alpha[t, j] /= total_t
+        log_z += math.log(total_t)
+    for j in range(L):  # backward, with the forward's normalisers
+        beta[T - 1, j] = 1.0
+    for t in range(T - 2, -1, -1):
+        for i in range(L):
+            b = 0.0
+            for j in range(L):
+                b += M[i, j] * E[t + 1, j] * beta[t + 1, j]
+            beta[t, i] = b / c[t + 1]
+    return log_z
+
+
+@njit(cache=True)
+def longest_document(doc_offsets):  # pragma: no cover - jit
+    longest = 1
+    for d in range(len(doc_offsets) - 1):
+        longest = max(longest, doc_offsets[d + 1] - doc_offsets[d])
+    return longest
+
+
+@njit(cache=True)
+def nll_gradient(
+    doc_offsets, ids, offsets, values, weighted, labels, node, trans, grad_node, grad_trans
+):  # pragma: no cover - jit
+    """sum_d nll_d and the posterior errors; the gradients are added into grad_node [F, L] and
+    grad_trans [L, L] (float64, zeroed by the caller)."""
+    L = node.shape[1]
+    n = longest_document(doc_offsets)
+    scores, E = np.empty((n, L)), np.empty((n, L))
+    alpha, beta, c = np.empty((n, L)), np.empty((n, L)), np.empty(n)
+    M, top = exp_transitions(trans)
+    total = 0.0
+    errors = 0
+    for d in range(len(doc_offsets) - 1):
+        t0, t1 = doc_offsets[d], doc_offsets[d + 1]
+        T = t1 - t0
+        if T == 0:
+            continue
+        log_z = (T - 1) * top + forward_backward(
+            t0, T, ids, offsets, values, weighted, node, M, scores, E, alpha, beta, c
+        )
+        gold = 0.0
+        for t in range(T):
+            gold += scores[t, labels[t0 + t]]
+            if t > 0:
+                gold += float(trans[labels[t0 + t - 1], labels[t0 + t]])
+        total += log_z - gold
+        for t in range(T):  # expectations minus the gold counts
+            y = labels[t0 + t]
+            best = 0
+            best_p = -1.0
+            for j in range(L):
+                p = alpha[t, j] * beta[t, j]
+                scores[t, j] = p  # (the token's marginals, reusing the row)
+                if p > best_p:
+                    best_p = p
+                    best = j
+            if best != y:
+                errors += 1
+            for k in range(offsets[t0 + t], offsets[t0 + t + 1]):
+                f = ids[k]
+                v = float(values[k]) if weighted else 1.0
+                for j in range(L):
+                    grad_node[f, j] += v * scores[t, j]
+                grad_node[f, y] -= v
+            if t > 0:
+                for i in range(L):
+                    a = alpha[t - 1, i] / c[t]
+                    for j in range(L):
+                        grad_trans[i, j] += a * M[i, j] * E[t, j] * beta[t, j]
+                grad_trans[labels[t0 + t - 1], y] -= 1.0
+    return total, errors
+
+
+@njit(cache=True)
+def node_marginals(
+    doc_offsets, ids, offsets, values, weighted, node, trans, out
+):  # pragma: no cover
+    """p(y_t = j | x) into out [N, L] (float64) for every token of every document."""
+    L = node.shape[1]
+    n = longest_document(doc_offsets)
+    scores, E = np.empty((n, L)), np.empty((n, L))
+    alpha, beta, c = np.empty((n, L)), np.empty((n, L)), np.empty(n)
+    M, _ = exp_transitions(trans)
+    for d in range(len(doc_offsets) - 1):
+        t0, t1 = doc_offsets[d], doc_offsets[d + 1]
+        if t1 == t0:
+            continue
+        forward_backward(
+            t0, t1 - t0, ids, offsets, values, weighted, node, M, scores, E, alpha, beta, c
+        )
+        for t in range(t1 - t0):
+            for j in range(L):
+                out[t0 + t, j] = alpha[t, j] * beta[t, j]

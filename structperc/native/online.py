@@ -1,0 +1,160 @@
+"""A whole online epoch in compiled code, where the learner, structure and device allow it.
+
+``compiled_epochs`` returns a callable that ``train.run_epochs`` uses instead of its loop over
+``learner.step``: it runs the instances of an epoch's order through
+``chain_kernels.online_epoch`` (in chunks, so a progress bar moves), keeps ``Updater.seen``,
+writes the touched entries into ``Updater.journal`` for parameter mixing, and returns the epoch's
+``StepStats``.  It applies to
+
+    learners    the perceptron (plain or averaged), PA / PA-I / PA-II, AROW (exactly these
+                classes: a subclass may change the step)
+    structure   ``ChainStructure`` over ``ChainWeights(edges=False)`` (a transition matrix:
+                CRFsuite's model, the scikit-learn face's), without label constraints
+    data        ``ChainData`` with gold labels, on the CPU
+
+and to nothing else (None: the Python loop).  The results are the Python loop's: the same paths
+(bit for bit with a perceptron's integer weights), the same updates, sums and statistics up to
+float rounding in PA's and AROW's step sizes (tests/test_native_online.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from structperc import native
+from structperc.learn.arow import AROW
+from structperc.learn.base import Learner, StepStats
+from structperc.learn.passive_aggressive import PassiveAggressive
+from structperc.learn.perceptron import Perceptron
+from structperc.model.updates import Updater
+from structperc.progress import bar
+from structperc.structures.chain import ChainData, ChainStructure
+
+CHUNK = 2048  # instances per kernel call (the progress bar's step)
+
+
+def kernel_rule(learner: Learner) -> int | None:
+    """The kernel's rule number for ``learner``, or None when it has none."""
+    from structperc.native.chain_kernels import AROW as AROW_RULE
+    from structperc.native.chain_kernels import PASSIVE_AGGRESSIVE, PERCEPTRON
+
+    kind = type(learner)
+    if kind is Perceptron and not learner.vote:
+        return PERCEPTRON
+    if kind is PassiveAggressive:
+        return PASSIVE_AGGRESSIVE
+    if kind is AROW:
+        return AROW_RULE
+    return None
+
+
+def compiled_epochs(
+    learner: Learner, structure, updater: Updater, data, device
+) -> Callable[..., StepStats] | None:
+    """The compiled epoch for this training, or None where it does not apply (module
+    docstring) or numba is not installed."""
+    if not native.available() or torch.device(device).type != "cpu":
+        return None
+    if type(structure) is not ChainStructure or structure.allowed is not None:
+        return None
+    weights = structure.weights
+    if weights.edges or updater.history is not None or updater.weights is not weights:
+        return None
+    if not isinstance(data, ChainData) or data.labels is None:
+        return None
+    rule = kernel_rule(learner)
+    if rule is None:
+        return None
+    return CompiledEpoch(learner, rule, structure, updater, data)
+
+
+class CompiledEpoch:
+    """One learner's epochs over one data set through ``chain_kernels.online_epoch``."""
+
+    def __init__(self, learner, rule: int, structure, updater: Updater, data: ChainData):
+        from structperc.native import chain_kernels
+
+        self.kernels = chain_kernels
+        self.learner, self.rule, self.updater = learner, rule, updater
+        f = data.features
+        self.doc_offsets = f.doc_offsets.numpy().astype(np.int64)
+        self.ids = f.ids.numpy()
+        self.offsets = f.offsets.numpy().astype(np.int64)
+        self.weighted = f.values is not None
+        tables = updater.weights.tables()
+        dtype = tables["node"].numpy().dtype
+        self.values = f.values.numpy().astype(dtype) if self.weighted else np.ones(1, dtype)
+        self.labels = data.labels.numpy().astype(np.int64)
+        lengths = np.diff(self.doc_offsets)
+        T = max(int(lengths.max()) if len(lengths) else 1, 1)
+        L = structure.num_labels
+        self.scratch = (
+            np.empty((T, L), dtype),  # scores
+            np.empty(L, dtype),  # alpha
+            np.empty(L, dtype),  # next alpha
+            np.empty((T, L), np.int64),  # back-pointers
+            np.empty(T, np.int64),  # path
+        )
+        F = tables["node"].shape[0]
+        self.acc = (np.zeros(F * L, np.float64), np.zeros(L * L, np.float64))
+        self.mark = (np.zeros(F * L, np.uint8), np.zeros(L * L, np.uint8))
+        self.lists = (np.empty(F * L, np.int64), np.empty(L * L, np.int64))
+        self.mark_touched = (np.zeros(F * L, np.uint8), np.zeros(L * L, np.uint8))
+
+    def __call__(self, order: list[int], progress: bool = False, desc: str = "") -> StepStats:
+        """Run the instances of ``order`` (one epoch); the statistics of all of them."""
+        up, learner = self.updater, self.learner
+        tables = up.weights.tables()
+        node, edge = (tables[n].detach().numpy().reshape(-1) for n in ("node", "edge"))
+        if up.average:
+            sums = tuple(up.sums[n].numpy().reshape(-1) for n in ("node", "edge"))
+        else:
+            sums = (node[:0], edge[:0])
+        if self.rule == self.kernels.AROW:
+            if learner.variances is None:
+                learner.start(up)
+            variances = tuple(learner.variances[n].numpy().reshape(-1) for n in ("node", "edge"))
+        else:
+            variances = (node[:0], edge[:0])
+        journal = up.journal is not None  # parameter mixing: the entries this epoch wrote
+        touched = self.mark_touched
+        for mask in touched:
+            mask[:] = 0
+        pa = learner if self.rule == self.kernels.PASSIVE_AGGRESSIVE else None
+        arow = learner if self.rule == self.kernels.AROW else None
+        total = StepStats()
+        loss = 0.0
+        order_np = np.asarray(order, dtype=np.int64)
+        stats = np.zeros(5, np.float64)
+        with bar(None, total=len(order), enabled=progress, desc=desc, unit="doc") as pbar:
+            for lo in range(0, len(order_np), CHUNK):
+                chunk = order_np[lo : lo + CHUNK]
+                self.kernels.online_epoch(
+                    chunk, self.doc_offsets, self.ids, self.offsets, self.values, self.weighted,
+                    self.labels, node, edge, sums[0], sums[1], up.average, up.seen,
+                    self.rule,
+                    pa.C if pa else 1.0,
+                    pa.pa_type if pa else 0,
+                    pa.error_sensitive if pa else True,
+                    arow.gamma if arow else 1.0,
+                    (arow.variance_rule == "crfsuite") if arow else True,
+                    variances[0], variances[1], touched[0], touched[1],
+                    *self.scratch, *self.acc, *self.mark, *self.lists, stats,
+                )  # fmt: skip
+                total.tokens += int(stats[0])
+                total.errors += int(stats[1])
+                total.updates += int(stats[2])
+                loss += float(stats[3])
+                up.seen = int(stats[4])
+                pbar.update(len(chunk))
+        if self.rule != self.kernels.PERCEPTRON:
+            total.extra["loss"] = loss
+        if journal:
+            for name, mask in zip(("node", "edge"), touched, strict=True):
+                where = np.flatnonzero(mask)
+                if len(where):
+                    up.journal.append((name, torch.from_numpy(where)))
+        return total

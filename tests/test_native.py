@@ -1,0 +1,266 @@
+"""The compiled kernels (structperc/native/) against brute force and against the torch paths.
+
+Viterbi and the forward-backward on tiny chains are checked by enumerating every labeling; the
+online epochs against ``train.run_epochs``'s Python loop over ``learner.step`` (the perceptron
+bit for bit, PA and AROW to float rounding); the CRF's objective and gradient against
+``crf.objective.full_objective``; the estimator's compiled predictions against the torch ones.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("numba")
+
+from structperc.crf.learner import CRF  # noqa: E402
+from structperc.crf.optimization import LBFGSTraining  # noqa: E402
+from structperc.decode.viterbi import _token_recursion  # noqa: E402
+from structperc.features.extract import FeatureMatrix  # noqa: E402
+from structperc.learn.arow import AROW  # noqa: E402
+from structperc.learn.fitting import FitSettings  # noqa: E402
+from structperc.learn.margin import MarginPerceptron  # noqa: E402
+from structperc.learn.passive_aggressive import PassiveAggressive  # noqa: E402
+from structperc.learn.perceptron import Perceptron  # noqa: E402
+from structperc.model.updates import Updater  # noqa: E402
+from structperc.model.weights import ChainWeights  # noqa: E402
+from structperc.native import chain_kernels, crf_kernels  # noqa: E402
+from structperc.native.chain_predict import compiled_chain  # noqa: E402
+from structperc.native.online import compiled_epochs  # noqa: E402
+from structperc.structures.chain import ChainData, ChainStructure  # noqa: E402
+from structperc.train import run_epochs  # noqa: E402
+
+
+def synthetic(docs=120, F=60, L=4, seed=0, values=False, longest=12) -> tuple[ChainData, int, int]:
+    """Documents of 1..longest tokens with 1-5 features each; a token's label is a function of
+    its first feature (learnable, with mistakes along the way)."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, longest + 1, (docs,), generator=g)
+    N = int(lengths.sum())
+    per = torch.randint(1, 6, (N,), generator=g)
+    offsets = torch.zeros(N + 1, dtype=torch.long)
+    offsets[1:] = per.cumsum(0)
+    ids = torch.randint(0, F, (int(per.sum()),), generator=g).to(torch.int32)
+    labels = ids[offsets[:-1]].long() % L
+    doc_offsets = torch.zeros(docs + 1, dtype=torch.long)
+    doc_offsets[1:] = lengths.cumsum(0)
+    # values that are powers of two: value * weight is exact, so the sums do not depend on how
+    # a library orders or fuses the products (near-ties would break apart otherwise)
+    powers = torch.tensor([0.5, 1.0, 2.0])
+    vals = powers[torch.randint(0, 3, (len(ids),), generator=g)] if values else None
+    return ChainData(FeatureMatrix(ids, offsets, doc_offsets, vals), labels), F, L
+
+
+def random_weights(F, L, seed=0, integer=False) -> ChainWeights:
+    w = ChainWeights(F, [f"y{i}" for i in range(L)], edges=False)
+    g = torch.Generator().manual_seed(seed)
+    for t in w.dense_tables:
+        t.data.copy_(
+            torch.randint(-2, 3, t.shape, generator=g).float()
+            if integer
+            else torch.randn(t.shape, generator=g)
+        )
+    return w
+
+
+def kernel_inputs(w: ChainWeights, f: FeatureMatrix):
+    L = w.num_labels
+    node = w.node.weight.detach().numpy()
+    values = f.values.numpy() if f.values is not None else np.ones(1, np.float32)
+    return (
+        f.doc_offsets.numpy(),
+        f.ids.numpy(),
+        f.offsets.numpy(),
+        values,
+        f.values is not None,
+        node,
+        w.edge.weight.detach().numpy().reshape(L, L),
+    )
+
+
+def labelings(T, L):
+    return itertools.product(range(L), repeat=T)
+
+
+def brute_scores(w: ChainWeights, f: FeatureMatrix, d: int):
+    """Token scores [T, L] (float64) and transitions [L, L] of document d, and every labeling's
+    score."""
+    L = w.num_labels
+    node = w.node.weight.double()
+    trans = w.edge.weight.double().view(L, L)
+    t0, t1 = int(f.doc_offsets[d]), int(f.doc_offsets[d + 1])
+    S = torch.zeros(t1 - t0, L, dtype=torch.float64)
+    for t in range(t0, t1):
+        for k in range(int(f.offsets[t]), int(f.offsets[t + 1])):
+            v = 1.0 if f.values is None else float(f.values[k])
+            S[t - t0] += v * node[int(f.ids[k])]
+    scores = {
+        y: float(
+            sum(S[t, y[t]] for t in range(len(y)))
+            + sum(trans[y[t - 1], y[t]] for t in range(1, len(y)))
+        )
+        for y in labelings(t1 - t0, L)
+    }
+    return S, trans, scores
+
+
+@pytest.mark.parametrize("values", [False, True])
+def test_viterbi_is_the_best_labeling(values):
+    data, F, L = synthetic(docs=30, F=12, L=3, longest=4, values=values, seed=1)
+    for seed in range(3):
+        w = random_weights(F, L, seed)
+        out = np.empty(data.num_tokens, np.int64)
+        chain_kernels.predict_all(*kernel_inputs(w, data.features), out)
+        f = data.features
+        for d in range(len(data)):
+            _, _, scores = brute_scores(w, f, d)
+            a, b = int(f.doc_offsets[d]), int(f.doc_offsets[d + 1])
+            best = max(scores.values())
+            assert scores[tuple(out[a:b].tolist())] == pytest.approx(best, abs=1e-5)
+
+
+def test_viterbi_breaks_ties_as_the_torch_recursion():
+    """Integer weights (a perceptron's) tie often: the first maximum, as _token_recursion."""
+    data, F, L = synthetic(docs=200, F=8, L=4, longest=10, seed=2)
+    w = random_weights(F, L, seed=3, integer=True)
+    out = np.empty(data.num_tokens, np.int64)
+    chain_kernels.predict_all(*kernel_inputs(w, data.features), out)
+    structure = ChainStructure(w)
+    f = data.features
+    for d in range(len(data)):
+        a, b = int(f.doc_offsets[d]), int(f.doc_offsets[d + 1])
+        node, edge = w.csr_scores(
+            f.ids[f.offsets[a] : f.offsets[b]], f.offsets[a : b + 1] - f.offsets[a]
+        )
+        path = _token_recursion(node, edge)[0] if b - a > 1 else [int(node[0].argmax())]
+        assert out[a:b].tolist() == path, d
+    assert compiled_chain(structure, "cpu").labels(f) is not None
+
+
+@pytest.mark.parametrize("values", [False, True])
+def test_marginals_and_nll_by_enumeration(values):
+    data, F, L = synthetic(docs=12, F=10, L=3, longest=4, values=values, seed=4)
+    w = random_weights(F, L, seed=5)
+    f = data.features
+    out = np.empty((data.num_tokens, L))
+    crf_kernels.node_marginals(*kernel_inputs(w, f), out)
+    grad_node, grad_trans = np.zeros((F, L)), np.zeros((L, L))
+    doc_offsets, ids, offsets, vals, weighted, node, trans = kernel_inputs(w, f)
+    total, _ = crf_kernels.nll_gradient(
+        doc_offsets, ids, offsets, vals, weighted, data.labels.numpy(), node, trans,
+        grad_node, grad_trans,
+    )  # fmt: skip
+    expected_total = 0.0
+    for d in range(len(data)):
+        _, _, scores = brute_scores(w, f, d)
+        log_z = math.log(sum(math.exp(s) for s in scores.values()))
+        a, b = int(f.doc_offsets[d]), int(f.doc_offsets[d + 1])
+        gold = tuple(data.labels[a:b].tolist())
+        expected_total += log_z - scores[gold]
+        for t in range(b - a):
+            for j in range(L):
+                p = sum(math.exp(s - log_z) for y, s in scores.items() if y[t] == j)
+                assert out[a + t, j] == pytest.approx(p, abs=1e-9)
+    assert total == pytest.approx(expected_total, rel=1e-9)
+
+
+@pytest.mark.parametrize("values", [False, True])
+def test_crf_objective_and_gradient_equal_the_torch_path(values):
+    data, F, L = synthetic(docs=80, F=40, L=5, values=values, seed=6)
+    w = random_weights(F, L, seed=7)
+    structure = ChainStructure(w)
+    out = {}
+    for scan in ("sequential", "compiled"):
+        training = LBFGSTraining(
+            CRF(sigma2=10.0, scan=scan), structure, data.features, data.labels, 0, "cpu", False
+        )
+        f, grads = training.objective()
+        out[scan] = (f, grads, training.last["errors"])
+    (f1, g1, e1), (f2, g2, e2) = out["sequential"], out["compiled"]
+    assert f2 == pytest.approx(f1, rel=1e-6)
+    assert e1 == e2
+    for a, b in zip(g1, g2, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_compiled_scan_refuses_edge_features_and_other_optimizers():
+    with pytest.raises(ValueError, match="optimizer=lbfgs"):
+        CRF(scan="compiled", optimizer="sgd")._validate()
+    data, F, L = synthetic(docs=5, F=10, L=3)
+    structure = ChainStructure(ChainWeights(F, ["a", "b", "c"], edges=True))
+    with pytest.raises(ValueError, match="edges=false"):
+        LBFGSTraining(CRF(scan="compiled"), structure, data.features, data.labels, 0, "cpu", False)
+
+
+def train(learner, compiled: bool, values=False, epochs=3, journal=False):
+    data, F, L = synthetic(values=values, seed=8)
+    w = ChainWeights(F, [f"y{i}" for i in range(L)], edges=False)
+    structure, updater = ChainStructure(w), Updater(w, average=learner.average)
+    learner.start(updater)
+    settings = FitSettings(max_epochs=epochs, progress=False, compiled=compiled, tol=0)
+    result = run_epochs(learner, structure, updater, data, settings)
+    return w, updater, result.history
+
+
+LEARNERS = {
+    "perceptron": lambda: Perceptron(),
+    "averaged": lambda: Perceptron(average=True),
+    "pa": lambda: PassiveAggressive(pa_type=0),
+    "pa1": lambda: PassiveAggressive(pa_type=1, C=0.5),
+    "pa2": lambda: PassiveAggressive(pa_type=2, C=0.5, error_sensitive=False),
+    "arow": lambda: AROW(),
+    "arow_diagonal": lambda: AROW(variance=0.5, gamma=2.0, variance_rule="diagonal"),
+}
+
+
+@pytest.mark.parametrize("values", [False, True])
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_compiled_epochs_equal_the_python_loop(name, values):
+    (w1, u1, h1), (w2, u2, h2) = (train(LEARNERS[name](), c, values) for c in (False, True))
+    assert [(e.errors, e.updates, e.tokens) for e in h1] == [
+        (e.errors, e.updates, e.tokens) for e in h2
+    ]
+    for e1, e2 in zip(h1, h2, strict=True):
+        assert e1.extra.get("loss", 0.0) == pytest.approx(e2.extra.get("loss", 0.0), rel=1e-5)
+    exact = name in ("perceptron", "averaged") and not values  # integer weights
+    tol = {"rtol": 0, "atol": 0} if exact else {"rtol": 1e-5, "atol": 1e-5}
+    for n, t in w1.tables().items():
+        torch.testing.assert_close(t, w2.tables()[n], **tol)
+    assert u1.seen == u2.seen
+    for n, t in u1.sums.items():
+        torch.testing.assert_close(t, u2.sums[n], rtol=1e-5, atol=1e-3)
+
+
+def test_the_journal_lists_every_entry_an_epoch_wrote():
+    data, F, L = synthetic(seed=9)
+    w = ChainWeights(F, [f"y{i}" for i in range(L)], edges=False)
+    structure, updater = ChainStructure(w), Updater(w, average=True)
+    epoch = compiled_epochs(Perceptron(average=True), structure, updater, data, "cpu")
+    updater.journal = []
+    stats = epoch(list(range(len(data))))
+    assert stats.updates > 0 and updater.seen == len(data)
+    touched = {
+        n: set(torch.cat([i for m, i in updater.journal if m == n]).tolist())
+        for n in ("node", "edge")
+    }
+    for n, t in w.tables().items():
+        changed = set(torch.nonzero(t.reshape(-1)).view(-1).tolist())
+        assert changed <= touched[n]
+
+
+def test_what_has_no_compiled_epoch():
+    data, F, L = synthetic(docs=5)
+    plain = ChainStructure(ChainWeights(F, [f"y{i}" for i in range(L)], edges=False))
+    up = Updater(plain.weights)
+    assert compiled_epochs(Perceptron(), plain, up, data, "cpu") is not None
+    assert compiled_epochs(MarginPerceptron(C=1.0), plain, up, data, "cpu") is None
+    edges = ChainStructure(ChainWeights(F, [f"y{i}" for i in range(L)], edges=True))
+    assert compiled_epochs(Perceptron(), edges, Updater(edges.weights), data, "cpu") is None
+    iob = ChainStructure(ChainWeights(F, ["O", "B-X", "I-X"], edges=False), constraints="iob2")
+    assert compiled_epochs(Perceptron(), iob, Updater(iob.weights), data, "cpu") is None
+    assert compiled_chain(iob, "cpu") is None
+    assert compiled_epochs(Perceptron(), plain, up, data, "meta") is None
