@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# Issue 34's first measurements, one run at a time (a run folder that has results.json is
-# skipped, so the script resumes where it stopped).  From the repository root:
-#   STRUCTPERC_DATA=../shared/data nice -n 10 bash experiments/wordclasses/runs.sh
+# Issue 34's runs, one at a time (a run folder that has results.json is skipped, so the script
+# resumes where it stopped).  From the repository root, every group or the groups named (two
+# groups side by side on two cores: each run keeps to one core):
+#   STRUCTPERC_DATA=../shared/data nice -n 10 bash experiments/wordclasses/runs.sh [GROUP...]
+# groups: first (the first measurements), crf, kt (Kazama & Torisawa's best setting on our own
+# POS and chunk columns), kt_nbest (its n' up to 6400), seeds (ablations over seeds 1-2)
 #   python experiments/wordclasses/table.py --readme experiments/wordclasses/README.md
 set -euo pipefail
 PY=${PY:-.venv/bin/python}
 R=experiments/wordclasses/runs
 WC=features=kazama_wordclasses
+CBOW="$WC features.word_classes.architecture=cbow"
+ONE="trainer.processes=1 threads=1"   # one core a run
+WANT=" ${*:-first crf kt kt_nbest seeds} "
+want() { [[ "$WANT" == *" $1 "* ]]; }
 
 run() {  # run NAME OVERRIDES...
   local name=$1; shift
@@ -16,6 +23,7 @@ run() {  # run NAME OVERRIDES...
     echo "failed: $name (see $R/$name/run.log)"; return 1; }
 }
 
+if want first; then
 for seed in 0 1 2; do
   run local_seed$seed +experiment=conll03_local seed=$seed
   run local_wc_seed$seed +experiment=conll03_local $WC seed=$seed
@@ -39,7 +47,6 @@ run nonlocal_wc_cbow_seed0 +experiment=conll03_nonlocal $WC features.word_classe
 run local_bc100_seed0 +experiment=conll03_local $WC 'features.word_classes.kmeans=[]' features.word_classes.brown=100 features.word_classes.brown_min_count=50 seed=0
 # the main job's setting with CBOW word classes over three seeds, and the margin perceptron
 # (local features, C = 1414) with and without them
-CBOW="$WC features.word_classes.architecture=cbow"
 for seed in 1 2; do
   run nonlocal_wc_cbow_seed$seed +experiment=conll03_nonlocal $CBOW seed=$seed
 done
@@ -47,3 +54,41 @@ for seed in 0 1 2; do
   run margin_seed$seed +experiment=conll03_local learner=margin seed=$seed
   run margin_wc_cbow_seed$seed +experiment=conll03_local learner=margin $CBOW seed=$seed
 done
+fi
+# the CRF (L-BFGS to CRF++'s rule, sigma2 = 13 as chosen on dev in ../kazama2007) with and without
+# the CBOW classes; L-BFGS over the whole training set uses no random numbers, so seed 1 checks
+# that a second seed gives the same run
+if want crf; then
+  C="+experiment=conll03_crf learner.sigma2=13 trainer.progress=false write_predictions=False save_model=False $ONE"
+  run crf_seed0 $C seed=0
+  run crf_wc_cbow_seed0 $C $CBOW seed=0
+  run crf_wc_cbow_seed1 $C $CBOW seed=1
+fi
+# Kazama & Torisawa's best setting on our columns: the proposed algorithm (the main job's setting,
+# n = 20 in training) on our tagger's POS and chunk columns (../tagchunk), with and without the
+# CBOW classes; the models are kept for n' up to 6400 at test time (kt_nbest)
+TAGGER=experiments/tagchunk/runs/conll00_tagchunk_compact_final
+KT="+experiment=conll03_nonlocal features.tags=auto features.tagger=$TAGGER trainer.progress=false write_predictions=False $ONE"
+if want kt; then
+  for seed in 0 1 2; do
+    run kt_auto_seed$seed $KT seed=$seed
+    run kt_auto_wc_cbow_seed$seed $KT $CBOW seed=$seed
+  done
+fi
+if want kt_nbest; then
+  for name in kt_auto_seed0 kt_auto_wc_cbow_seed0; do
+    if [ -f "$R/$name/table3.json" ]; then echo "skip $name n'"; continue; fi
+    echo "n' of $name"
+    "$PY" experiments/kazama2007/table3.py "$R/$name" --n 100 400 1600 6400 > "$R/$name/table3.log" 2>&1 || {
+      echo "failed: n' of $name (see $R/$name/table3.log)"; exit 1; }
+  done
+fi
+# the seed-0 ablations of the local averaged perceptron that came close on dev, over seeds 1-2
+if want seeds; then
+  for seed in 1 2; do
+    run local_wc_k100_seed$seed +experiment=conll03_local $WC 'features.word_classes.kmeans=[100]' seed=$seed
+    run local_wc_bigram100_seed$seed +experiment=conll03_local $WC 'features.bigram_attributes=[wl,pos,chk,go,gp,gm,gl,wc100]' seed=$seed
+    run local_wc_cbow_bigram100_seed$seed +experiment=conll03_local $CBOW 'features.bigram_attributes=[wl,pos,chk,go,gp,gm,gl,wc100]' seed=$seed
+  done
+  run local_wc_cbow_bigram100_seed0 +experiment=conll03_local $CBOW 'features.bigram_attributes=[wl,pos,chk,go,gp,gm,gl,wc100]' seed=0
+fi
