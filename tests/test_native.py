@@ -18,7 +18,7 @@ import torch
 pytest.importorskip("numba")
 
 from structperc.crf.learner import CRF  # noqa: E402
-from structperc.crf.optimization import LBFGSTraining  # noqa: E402
+from structperc.crf.optimization import LBFGSTraining, SGDTraining  # noqa: E402
 from structperc.decode.viterbi import _token_recursion  # noqa: E402
 from structperc.features.extract import FeatureMatrix  # noqa: E402
 from structperc.learn.arow import AROW  # noqa: E402
@@ -187,9 +187,29 @@ def test_crf_objective_and_gradient_equal_the_torch_path(values):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
 
 
-def test_compiled_scan_refuses_edge_features_and_other_optimizers():
-    with pytest.raises(ValueError, match="optimizer=lbfgs"):
-        CRF(scan="compiled", optimizer="sgd")._validate()
+@pytest.mark.parametrize("values", [False, True])
+def test_crf_sgd_epochs_equal_the_torch_path(values):
+    data, F, L = synthetic(docs=80, F=40, L=5, values=values, seed=10)
+    out = {}
+    for scan in ("scaled", "compiled"):
+        w = random_weights(F, L, seed=11)
+        learner = CRF(sigma2=0.05, scan=scan, optimizer="sgd", lr=0.2, batch_tokens=40)
+        training = SGDTraining(
+            learner, ChainStructure(w), data.features, data.labels, 0, "cpu", False
+        )
+        its = [training.iteration(k) for k in (1, 2)]
+        out[scan] = (w, its, training.opt.seen)
+    (w1, i1, s1), (w2, i2, s2) = out["scaled"], out["compiled"]
+    assert s1 == s2 and len(training.buckets) > 1
+    for a, b in zip(i1, i2, strict=True):
+        assert b.nll == pytest.approx(a.nll, rel=1e-5)
+        assert b.objective == pytest.approx(a.objective, rel=1e-5)
+        assert a.errors == b.errors
+    for a, b in zip(w1.dense_tables, w2.dense_tables, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_compiled_scan_refuses_edge_features():
     data, F, L = synthetic(docs=5, F=10, L=3)
     structure = ChainStructure(ChainWeights(F, ["a", "b", "c"], edges=True))
     with pytest.raises(ValueError, match="edges=false"):

@@ -82,8 +82,8 @@ class CRF(Learner):
             every row, L^2 work a position; with edge features the edges come straight from the
             token scores, ``edges.py``; with one transition matrix no edges at all,
             ``decode/transition_scan.py``), ``"log"`` (torch-struct's own), ``"compiled"``
-            (L-BFGS with one transition matrix on a CPU: the scaled forward-backward of
-            ``native/crf_kernels.py``, numba), or ``"auto"``:
+            (one transition matrix on a CPU: the scaled forward-backward of
+            ``native/crf_kernels.py``, numba, for L-BFGS and SGD), or ``"auto"``:
             sequential for L-BFGS with edge features on a CPU, scaled otherwise (``resolved``).
         dtype: floating type of the DP (``"float64"``: exact log Z over 1,000-token documents).
 
@@ -136,8 +136,6 @@ class CRF(Learner):
         if self.scan not in ("auto", "compiled", *SCANS):
             choices = ["auto", "compiled", *SCANS]
             raise ValueError(f"unknown scan {self.scan!r}; choose one of {choices}")
-        if self.scan == "compiled" and self.optimizer != "lbfgs":
-            raise ValueError("learner.scan=compiled needs learner.optimizer=lbfgs")
 
     def resolved(self, edges: bool, device: str | torch.device = "cpu") -> CRF:
         """This learner with ``scan="auto"`` made concrete for a model with (``edges``) or

@@ -91,7 +91,7 @@ from structperc.decode.marginals import check_scan
 from structperc.distributed import SERIAL, Group
 from structperc.features.extract import FeatureMatrix
 from structperc.learn.fitting import Convergence, EpochLog, FitResult, epoch_order
-from structperc.native.crf_objective import CompiledObjective
+from structperc.native.crf_objective import CompiledObjective, CompiledSGD
 from structperc.progress import bar
 from structperc.structures.chain import ChainStructure
 
@@ -629,7 +629,12 @@ class SGDTraining(Optimization):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         learner = self.learner
-        self.buckets = self.training_buckets(learner.batch_tokens, with_index=True)
+        self.compiled = None  # scan="compiled": the epochs by native/crf_kernels.py
+        if learner.scan == "compiled":
+            self.compiled = CompiledSGD(self.weights, self.features, self.labels, learner)
+            self.buckets = self.compiled.buckets
+        else:
+            self.buckets = self.training_buckets(learner.batch_tokens, with_index=True)
         log.info(
             "CRF SGD: %d documents in %d mini-batches, sigma2 %g, lr %g",
             self.features.num_docs,
@@ -651,24 +656,27 @@ class SGDTraining(Optimization):
         dtype = dtype_of(learner.dtype)
         order = epoch_order(len(self.buckets), True, self.seed, k)
         total, errors = 0.0, 0
-        shown = bar(order, enabled=self.progress, desc=f"epoch {k}", unit="batch")
-        for b in shown:
-            bucket = self.buckets[b]
-            batch = bucket.batch
-            leaves = [t.detach().requires_grad_(True) for t in tables]
-            with torch.enable_grad():
-                # [N_b, L + L*L] (node | edge, the joint table), or [N_b, L]
-                token = lookup(leaves[0], batch.ids, batch.offsets, bucket.index, batch.values)
-                scores = token.to(dtype) * opt.scale
-                transition = None
-                if not self.weights.edges:  # the one transition matrix [1, L*L]
-                    transition = leaves[1].to(dtype) * opt.scale
-                scores.retain_grad()
-                loss = bucket_loss(learner, self.structure, scores, bucket, transition)
-                loss.backward()
-            total += float(loss.detach())
-            errors += posterior_errors(scores.grad[:, :L], bucket.labels)
-            opt.step([leaf.grad for leaf in leaves], bucket.batch.num_docs)
+        if self.compiled is not None:  # the whole epoch in compiled code
+            total, errors = self.compiled.epoch(order, opt)
+        else:
+            shown = bar(order, enabled=self.progress, desc=f"epoch {k}", unit="batch")
+            for b in shown:
+                bucket = self.buckets[b]
+                batch = bucket.batch
+                leaves = [t.detach().requires_grad_(True) for t in tables]
+                with torch.enable_grad():
+                    # [N_b, L + L*L] (node | edge, the joint table), or [N_b, L]
+                    token = lookup(leaves[0], batch.ids, batch.offsets, bucket.index, batch.values)
+                    scores = token.to(dtype) * opt.scale
+                    transition = None
+                    if not self.weights.edges:  # the one transition matrix [1, L*L]
+                        transition = leaves[1].to(dtype) * opt.scale
+                    scores.retain_grad()
+                    loss = bucket_loss(learner, self.structure, scores, bucket, transition)
+                    loss.backward()
+                total += float(loss.detach())
+                errors += posterior_errors(scores.grad[:, :L], bucket.labels)
+                opt.step([leaf.grad for leaf in leaves], bucket.batch.num_docs)
         opt.fold()
         sq = sum(float(torch.dot(w.view(-1), w.view(-1))) for w in tables)
         return Iteration(

@@ -28,26 +28,27 @@ from numba import njit
 
 
 @njit(cache=True)
-def exp_transitions(trans):  # pragma: no cover - jit
-    """(M = exp(A - max A) [L, L] float64, max A)."""
+def exp_transitions(trans, scale):  # pragma: no cover - jit
+    """(M = exp(A - max A) [L, L] float64, max A) of A = scale * trans."""
     L = trans.shape[0]
     top = -np.inf
     for i in range(L):
         for j in range(L):
-            top = max(top, float(trans[i, j]))
+            top = max(top, scale * float(trans[i, j]))
     M = np.empty((L, L))
     for i in range(L):
         for j in range(L):
-            M[i, j] = math.exp(float(trans[i, j]) - top)
+            M[i, j] = math.exp(scale * float(trans[i, j]) - top)
     return M, top
 
 
 @njit(cache=True)
 def forward_backward(
-    t0, T, ids, offsets, values, weighted, node, M, scores, E, alpha, beta, c
+    t0, T, ids, offsets, values, weighted, node, scale, M, scores, E, alpha, beta, c
 ):  # pragma: no cover - jit
-    """Token scores (scores[:T]), E, the normalised alpha and beta of tokens t0..t0+T-1 and
-    log Z less (T - 1) max A; afterwards p(y_t = j) = alpha[t, j] beta[t, j]."""
+    """Token scores (scores[:T], of the weights scale * node), E, the normalised alpha and
+    beta of tokens t0..t0+T-1 and log Z less (T - 1) max A; afterwards
+    p(y_t = j) = alpha[t, j] beta[t, j]."""
     L = node.shape[1]
     log_z = 0.0
     for t in range(T):
@@ -58,6 +59,8 @@ def forward_backward(
             v = float(values[k]) if weighted else 1.0
             for j in range(L):
                 scores[t, j] += v * float(node[f, j])
+        for j in range(L):
+            scores[t, j] *= scale
         m = scores[t, 0]
         for j in range(1, L):
             m = max(m, scores[t, j])
@@ -109,7 +112,7 @@ def nll_gradient(
     n = longest_document(doc_offsets)
     scores, E = np.empty((n, L)), np.empty((n, L))
     alpha, beta, c = np.empty((n, L)), np.empty((n, L)), np.empty(n)
-    M, top = exp_transitions(trans)
+    M, top = exp_transitions(trans, 1.0)
     total = 0.0
     errors = 0
     for d in range(len(doc_offsets) - 1):
@@ -118,7 +121,7 @@ def nll_gradient(
         if T == 0:
             continue
         log_z = (T - 1) * top + forward_backward(
-            t0, T, ids, offsets, values, weighted, node, M, scores, E, alpha, beta, c
+            t0, T, ids, offsets, values, weighted, node, 1.0, M, scores, E, alpha, beta, c
         )
         gold = 0.0
         for t in range(T):
@@ -162,14 +165,125 @@ def node_marginals(
     n = longest_document(doc_offsets)
     scores, E = np.empty((n, L)), np.empty((n, L))
     alpha, beta, c = np.empty((n, L)), np.empty((n, L)), np.empty(n)
-    M, _ = exp_transitions(trans)
+    M, _ = exp_transitions(trans, 1.0)
     for d in range(len(doc_offsets) - 1):
         t0, t1 = doc_offsets[d], doc_offsets[d + 1]
         if t1 == t0:
             continue
         forward_backward(
-            t0, t1 - t0, ids, offsets, values, weighted, node, M, scores, E, alpha, beta, c
+            t0, t1 - t0, ids, offsets, values, weighted, node, 1.0, M, scores, E, alpha, beta, c
         )
         for t in range(t1 - t0):
             for j in range(L):
                 out[t0 + t, j] = alpha[t, j] * beta[t, j]
+
+
+@njit(cache=True)
+def sgd_epoch(
+    order,
+    bucket_offsets,
+    bucket_docs,
+    doc_offsets,
+    ids,
+    offsets,
+    values,
+    weighted,
+    labels,
+    node,
+    trans,
+    state,
+    lr0,
+    lam,
+    acc_node,
+    mark_node,
+    list_node,
+    acc_trans,
+):  # pragma: no cover - jit
+    """One epoch of ``crf.optimization.SGDTraining``: per mini-batch b of ``order`` (its
+    documents bucket_docs[bucket_offsets[b]:bucket_offsets[b + 1]]) the gradient g of
+    sum_d nll_d at w = scale * v, then ``ScaledSGD.step``: eta = lr0 / (1 + lr0 lam seen),
+    scale *= 1 - eta lam |b|, v -= eta g / scale (folded into v when scale < 1e-4).
+    node [F, L] and trans [L, L] hold v; state [2] = (scale, seen), updated.  Returns
+    (sum nll, posterior errors, 0), or (0, 0, 1) when a step's decay is not positive."""
+    L = node.shape[1]
+    n = longest_document(doc_offsets)
+    scores, E = np.empty((n, L)), np.empty((n, L))
+    alpha, beta, c = np.empty((n, L)), np.empty((n, L)), np.empty(n)
+    node_flat = node.reshape(-1)
+    trans_flat = trans.reshape(-1)
+    total = 0.0
+    errors = 0
+    for b in order:
+        scale = state[0]
+        M, top = exp_transitions(trans, scale)
+        listed = 0
+        for k in range(L * L):
+            acc_trans[k] = 0.0
+        first, last = bucket_offsets[b], bucket_offsets[b + 1]
+        for q in range(first, last):
+            d = bucket_docs[q]
+            t0, t1 = doc_offsets[d], doc_offsets[d + 1]
+            T = t1 - t0
+            if T == 0:
+                continue
+            log_z = (T - 1) * top + forward_backward(
+                t0, T, ids, offsets, values, weighted, node, scale, M, scores, E, alpha, beta, c
+            )
+            gold = 0.0
+            for t in range(T):
+                gold += scores[t, labels[t0 + t]]
+                if t > 0:
+                    gold += scale * float(trans[labels[t0 + t - 1], labels[t0 + t]])
+            total += log_z - gold
+            for t in range(T):
+                y = labels[t0 + t]
+                best = 0
+                best_p = -1.0
+                for j in range(L):
+                    p = alpha[t, j] * beta[t, j]
+                    scores[t, j] = p
+                    if p > best_p:
+                        best_p = p
+                        best = j
+                if best != y:
+                    errors += 1
+                for k in range(offsets[t0 + t], offsets[t0 + t + 1]):
+                    row = ids[k] * L
+                    v = float(values[k]) if weighted else 1.0
+                    if mark_node[row] == 0:
+                        mark_node[row] = 1
+                        list_node[listed] = row
+                        listed += 1
+                    for j in range(L):
+                        acc_node[row + j] += v * scores[t, j]
+                    acc_node[row + y] -= v
+                if t > 0:
+                    for i in range(L):
+                        a = alpha[t - 1, i] / c[t]
+                        for j in range(L):
+                            acc_trans[i * L + j] += a * M[i, j] * E[t, j] * beta[t, j]
+                    acc_trans[labels[t0 + t - 1] * L + y] -= 1.0
+        docs = last - first
+        eta = lr0 / (1.0 + lr0 * lam * state[1])
+        decay = 1.0 - eta * lam * docs
+        if decay <= 0:
+            return 0.0, 0, 1
+        scale *= decay
+        coef = -eta / scale
+        for q in range(listed):
+            row = list_node[q]
+            for j in range(L):
+                node_flat[row + j] += coef * acc_node[row + j]
+                acc_node[row + j] = 0.0
+            mark_node[row] = 0
+        for k in range(L * L):
+            trans_flat[k] += coef * acc_trans[k]
+        state[1] += docs
+        if scale < 1e-4:
+            for k in range(len(node_flat)):
+                node_flat[k] *= scale
+            for k in range(L * L):
+                trans_flat[k] *= scale
+            scale = 1.0
+        state[0] = scale
+    return total, errors, 0

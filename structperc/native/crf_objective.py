@@ -1,4 +1,5 @@
-"""The CRF's objective and gradient by the compiled forward-backward (``learner.scan="compiled"``).
+"""The CRF's objective, gradient and SGD epochs by the compiled forward-backward
+(``learner.scan="compiled"``).
 
 ``CompiledObjective`` gives what ``crf.objective.full_objective`` gives (f(w), sum_d nll_d, the
 gradients of ``weights.dense_tables``, the posterior errors) for a chain with one transition
@@ -6,6 +7,8 @@ matrix (``ChainWeights(edges=False)``, CRFsuite's model) on the CPU, from
 ``crf_kernels.nll_gradient``: one pass over each document's tokens, no lookup tables, buckets
 or autograd.  The sums go through ``with_prior`` as the torch path's do (all-reduced over the
 ranks, then the prior), so L-BFGS, OWL-QN and the observed support see the same interface.
+``CompiledSGD`` runs ``SGDTraining``'s epochs (the same mini-batches of documents of similar
+length, the same order, ``ScaledSGD``'s steps and state) by ``crf_kernels.sgd_epoch``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import torch
 from torch import Tensor
 
 from structperc import native
+from structperc.crf.buckets import length_buckets
 from structperc.crf.objective import CRFSettings, with_prior
 from structperc.distributed import SERIAL, Group
 from structperc.features.extract import FeatureMatrix
@@ -75,3 +79,54 @@ class CompiledObjective:
             torch.from_numpy(self.grad_trans.reshape(1, L * L)).to(dtype),
         ]
         return with_prior(learner, w.dense_tables, grads, float(total), int(errors), group)
+
+
+class CompiledSGD:
+    """``SGDTraining``'s epochs over ``features`` with gold ``labels``: mini-batches of
+    ``learner.batch_tokens`` padded tokens (``buckets.length_buckets``)."""
+
+    def __init__(
+        self, weights: ChainWeights, features: FeatureMatrix, labels: Tensor, learner: CRFSettings
+    ):
+        from structperc.native.crf_kernels import sgd_epoch
+
+        check_compiled(weights, features.ids.device)
+        self.kernel = sgd_epoch
+        self.weights = weights
+        self.doc_offsets = features.doc_offsets.numpy().astype(np.int64)
+        self.ids = features.ids.numpy()
+        self.offsets = features.offsets.numpy().astype(np.int64)
+        self.weighted = features.values is not None
+        self.values = features.values.numpy() if self.weighted else np.ones(1, np.float32)
+        self.labels = labels.cpu().numpy().astype(np.int64)
+        lengths = np.diff(self.doc_offsets).tolist()
+        self.buckets = length_buckets(lengths, learner.batch_tokens)  # documents per batch
+        sizes = [len(b) for b in self.buckets]
+        self.bucket_offsets = np.zeros(len(sizes) + 1, np.int64)
+        np.cumsum(sizes, out=self.bucket_offsets[1:])
+        self.bucket_docs = np.array([d for b in self.buckets for d in b], np.int64)
+        L, F = weights.num_labels, weights.num_features
+        self.acc_node = np.zeros(F * L)
+        self.mark_node = np.zeros(F * L, np.uint8)
+        self.list_node = np.empty(F, np.int64)
+        self.acc_trans = np.zeros(L * L)
+
+    def epoch(self, order: list[int], opt) -> tuple[float, int]:
+        """The mini-batches of ``order``, stepping ``opt`` (``ScaledSGD``: its tables, scale and
+        count of documents seen); (sum of the batches' nll, posterior errors)."""
+        w = self.weights
+        L = w.num_labels
+        state = np.array([opt.scale, opt.seen], np.float64)
+        total, errors, failed = self.kernel(
+            np.asarray(order, np.int64), self.bucket_offsets, self.bucket_docs,
+            self.doc_offsets, self.ids, self.offsets, self.values, self.weighted, self.labels,
+            w.node.weight.detach().numpy(), w.edge.weight.detach().numpy().reshape(L, L),
+            state, opt.lr0, opt.lam, self.acc_node, self.mark_node, self.list_node,
+            self.acc_trans,
+        )  # fmt: skip
+        if failed:
+            raise ValueError(
+                f"learning rate {opt.lr()} too large for the prior (eta * lambda * |S| >= 1)"
+            )
+        opt.scale, opt.seen = float(state[0]), int(state[1])
+        return float(total), int(errors)

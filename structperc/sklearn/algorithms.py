@@ -98,12 +98,14 @@ def crf_settings(optimizer: str) -> Callable[[dict], dict]:
 
 
 def crf_scan(optimizer: str, device: str) -> str:
-    """How the CRF's DP runs: L-BFGS on a CPU takes the compiled forward-backward where numba
-    is installed (``native/crf_kernels.py``), else the forward algorithm over packed rows
-    (short sequences: ~1.7x faster a CoNLL-2003 iteration than the tree scan of "auto")."""
-    if optimizer != "lbfgs" or device != "cpu":
+    """How the CRF's DP runs: on a CPU the compiled forward-backward where numba is installed
+    (``native/crf_kernels.py``); else for L-BFGS the forward algorithm over packed rows (short
+    sequences: ~1.7x faster a CoNLL-2003 iteration than the tree scan of "auto")."""
+    if device != "cpu":
         return "auto"
-    return "compiled" if native.available() else "sequential"
+    if native.available():
+        return "compiled"
+    return "sequential" if optimizer == "lbfgs" else "auto"
 
 
 ALGORITHMS: dict[str, Algorithm] = {
