@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pycrfsuite
 import pytest
 import torch
@@ -102,6 +103,26 @@ def test_dictionary_order_cutoff_and_unseen_attributes():
     assert features.offsets.tolist() == [0, 2, 3, 5]  # value 0 fires nowhere
     new, _ = everything.transform([[{"a": "2", "b": True}]])
     assert new.ids.tolist() == [1] and new.doc_offsets.tolist() == [0, 1]
+
+
+def test_reading_in_several_processes_gives_one_process_dictionary_and_matrix():
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(300)]
+    X = [
+        [{"w": str(rng.choice(words)), "n": float(rng.integers(0, 3)), "cap": bool(t % 2)}
+         for t in range(int(rng.integers(1, 6)))]
+        for _ in range(1600)
+    ]  # fmt: skip
+    for min_freq in (0, 2):
+        one = AttributeDictionary.fit_transform(X, min_freq=min_freq)
+        three = AttributeDictionary.fit_transform(X, min_freq=min_freq, jobs=3)
+        assert one[0].names == three[0].names
+        for a, b in zip(one[1].tensors().values(), three[1].tensors().values(), strict=True):
+            assert torch.equal(a, b)
+        assert torch.equal(one[2], three[2])
+    X[1200][0] = {"w": object()}  # a block's error: raised as one process raises it
+    with pytest.raises(FeatureFormatError, match=r"X\[1200\]\[0\]: feature 'w'"):
+        AttributeDictionary.fit_transform(X, jobs=3)
 
 
 @pytest.mark.parametrize("algorithm", ["lbfgs", "l2sgd", "ap", "mmvp"])

@@ -48,6 +48,17 @@ class CompiledChain:
             trans,
         )
 
+    def warm(self, features: FeatureMatrix) -> None:
+        """Load the decoders in this process (numba's cache, else a compilation) by running
+        them on none of ``features``' documents."""
+        from structperc.native.chain_kernels import predict_all
+        from structperc.native.crf_kernels import node_marginals
+
+        doc_offsets, *rest = self._inputs(features)
+        L = self.weights.num_labels
+        predict_all(doc_offsets[:1], *rest, np.empty(0, np.int64))
+        node_marginals(doc_offsets[:1], *rest, np.empty((0, L)))
+
     def labels(self, features: FeatureMatrix) -> list[list[int]]:
         """The Viterbi label ids of every document."""
         from structperc.native.chain_kernels import predict_all

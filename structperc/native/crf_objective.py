@@ -60,6 +60,17 @@ class CompiledObjective:
         self.grad_node = np.zeros((F, L))  # [F, L] float64
         self.grad_trans = np.zeros((L, L))  # [L, L] float64
 
+    def warm(self) -> None:
+        """Load the kernel in this process (numba's cache, else a compilation) by running it
+        on no documents."""
+        w = self.weights
+        L = w.num_labels
+        self.kernel(
+            self.doc_offsets[:1], self.ids, self.offsets, self.values, self.weighted, self.labels,
+            w.node.weight.detach().numpy(), w.edge.weight.detach().numpy().reshape(L, L),
+            self.grad_node, self.grad_trans,
+        )  # fmt: skip
+
     def __call__(
         self, learner: CRFSettings, group: Group = SERIAL
     ) -> tuple[float, float, list[Tensor], int]:
@@ -110,6 +121,18 @@ class CompiledSGD:
         self.mark_node = np.zeros(F * L, np.uint8)
         self.list_node = np.empty(F, np.int64)
         self.acc_trans = np.zeros(L * L)
+
+    def warm(self) -> None:
+        """Load the kernel in this process by running it on no mini-batch."""
+        w = self.weights
+        L = w.num_labels
+        self.kernel(
+            np.empty(0, np.int64), self.bucket_offsets, self.bucket_docs,
+            self.doc_offsets, self.ids, self.offsets, self.values, self.weighted, self.labels,
+            w.node.weight.detach().numpy(), w.edge.weight.detach().numpy().reshape(L, L),
+            np.array([1.0, 0.0]), 0.1, 0.0, self.acc_node, self.mark_node, self.list_node,
+            self.acc_trans,
+        )  # fmt: skip
 
     def epoch(self, order: list[int], opt) -> tuple[float, int]:
         """The mini-batches of ``order``, stepping ``opt`` (``ScaledSGD``: its tables, scale and

@@ -104,6 +104,41 @@ class CompiledEpoch:
         self.lists = (np.empty(F * L, np.int64), np.empty(L * L, np.int64))
         self.mark_touched = (np.zeros(F * L, np.uint8), np.zeros(L * L, np.uint8))
 
+    def _kernel(self, chunk, node, edge, sums, up, pa, arow, variances, touched, stats) -> None:
+        self.kernels.online_epoch(
+            chunk, self.doc_offsets, self.ids, self.offsets, self.values, self.weighted,
+            self.labels, node, edge, sums[0], sums[1], up.average, up.seen,
+            self.rule,
+            float(pa.C) if pa else 1.0,
+            int(pa.pa_type) if pa else 0,
+            bool(pa.error_sensitive) if pa else True,
+            float(arow.gamma) if arow else 1.0,
+            (arow.variance_rule == "crfsuite") if arow else True,
+            variances[0], variances[1], touched[0], touched[1],
+            *self.scratch, *self.acc, *self.mark, *self.lists, stats,
+        )  # fmt: skip
+
+    def warm(self) -> None:
+        """Load the kernel in this process (numba's cache, else a compilation) by running it on
+        no instances, with the argument types of an epoch; the tables are not touched."""
+        tables = self.updater.weights.tables()
+        node, edge = (tables[n].detach().numpy().reshape(-1) for n in ("node", "edge"))
+        empty = (node[:0], edge[:0])
+        up = self.updater
+        stats = np.zeros(5, np.float64)
+        self._kernel(
+            np.empty(0, np.int64),
+            node,
+            edge,
+            empty,
+            up,
+            None,
+            None,
+            empty,
+            self.mark_touched,
+            stats,
+        )
+
     def __call__(self, order: list[int], progress: bool = False, desc: str = "") -> StepStats:
         """Run the instances of ``order`` (one epoch); the statistics of all of them."""
         up, learner = self.updater, self.learner
@@ -132,18 +167,7 @@ class CompiledEpoch:
         with bar(None, total=len(order), enabled=progress, desc=desc, unit="doc") as pbar:
             for lo in range(0, len(order_np), CHUNK):
                 chunk = order_np[lo : lo + CHUNK]
-                self.kernels.online_epoch(
-                    chunk, self.doc_offsets, self.ids, self.offsets, self.values, self.weighted,
-                    self.labels, node, edge, sums[0], sums[1], up.average, up.seen,
-                    self.rule,
-                    pa.C if pa else 1.0,
-                    pa.pa_type if pa else 0,
-                    pa.error_sensitive if pa else True,
-                    arow.gamma if arow else 1.0,
-                    (arow.variance_rule == "crfsuite") if arow else True,
-                    variances[0], variances[1], touched[0], touched[1],
-                    *self.scratch, *self.acc, *self.mark, *self.lists, stats,
-                )  # fmt: skip
+                self._kernel(chunk, node, edge, sums, up, pa, arow, variances, touched, stats)
                 total.tokens += int(stats[0])
                 total.errors += int(stats[1])
                 total.updates += int(stats[2])

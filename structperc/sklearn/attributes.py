@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from structperc.features.extract import FeatureMatrix
+from structperc.forking import Child, ChildError, can_fork
 
 SEPARATOR = ":"  # python-crfsuite's joiner of a key and its string value or nested names
 
@@ -153,21 +154,18 @@ class AttributeDictionary:
 
     @classmethod
     def fit_transform(
-        cls, X: Sequence[Sequence], min_freq: float = 0.0, name: str = "X"
+        cls, X: Sequence[Sequence], min_freq: float = 0.0, name: str = "X", jobs: int = 1
     ) -> tuple[AttributeDictionary, FeatureMatrix, torch.Tensor | None]:
-        """``fit`` and ``transform`` of the training items in one reading of them."""
-        # a name's id is its rank of first appearance: a missing key takes the next number in
-        # C (``defaultdict``), a plain lookup otherwise (half the time of ``setdefault``)
-        index: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-        found = Occurrences()
-        for s, xseq in enumerate(X):
-            names, values, counts = sequence_attributes(xseq, f"{name}[{s}]")
-            found.add([index[n] for n in names], values, counts)
-        ids = found.id_array()
-        seen = np.bincount(ids, minlength=len(index))  # [A] occurrences of each name
+        """``fit`` and ``transform`` of the training items in one reading of them; ``jobs`` > 1
+        reads consecutive blocks of ``X`` in that many forked processes (Linux) and merges
+        their dictionaries in block order, which keeps every name's first appearance: the
+        same dictionary and matrix as one process."""
+        names, found = read_blocks(X, name, jobs)
+        ids = np.asarray(found.ids, dtype=np.int64)
+        seen = np.bincount(ids, minlength=len(names))  # [A] occurrences of each name
         keep = seen > min_freq
         new_id = np.cumsum(keep) - 1  # [A] id among the kept names
-        dictionary = cls([n for n, k in zip(index, keep.tolist(), strict=True) if k])
+        dictionary = cls([n for n, k in zip(names, keep.tolist(), strict=True) if k])
         return (dictionary, *found.csr(np.where(keep[ids], new_id[ids], -1)))
 
     def transform(
@@ -182,6 +180,50 @@ class AttributeDictionary:
             names, values, counts = sequence_attributes(xseq, f"{name}[{s}]")
             found.add([get(n, -1) for n in names], values, counts)
         return found.csr(found.id_array())
+
+
+def read_block(X: Sequence[Sequence], name: str, first: int = 0) -> tuple[list[str], Occurrences]:
+    """The names of the items of ``X`` in order of first appearance, and their occurrences
+    (ids into those names); ``first``: the number of X[0] in the whole set (for messages)."""
+    # a name's id is its rank of first appearance: a missing key takes the next number in C
+    # (``defaultdict``), a plain lookup otherwise (half the time of ``setdefault``)
+    index: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+    found = Occurrences()
+    for s, xseq in enumerate(X, start=first):
+        names, values, counts = sequence_attributes(xseq, f"{name}[{s}]")
+        found.add([index[n] for n in names], values, counts)
+    return list(index), found
+
+
+def read_blocks(X: Sequence[Sequence], name: str, jobs: int) -> tuple[list[str], Occurrences]:
+    """``read_block`` of all of ``X``, in ``jobs`` forked processes where that is possible and
+    ``X`` is large enough (a block's reading failed: read again here, for its error)."""
+    jobs = min(jobs, len(X) // 500) if can_fork("cpu") else 1
+    if jobs <= 1:
+        return read_block(X, name)
+    bounds = np.linspace(0, len(X), jobs + 1).astype(int).tolist()
+    blocks = list(zip(bounds[:-1], bounds[1:], strict=True))
+
+    def work(a: int, b: int):
+        names, found = read_block(X[a:b], name, a)
+        return names, found.arrays()
+
+    children = [Child(lambda a=a, b=b: work(a, b), f"reading {name}[{a}:{b}]") for a, b in blocks]
+    try:
+        results = [child.result() for child in children]
+    except ChildError:
+        return read_block(X, name)  # the error as one process raises it
+    finally:
+        for child in children:
+            child.kill()
+    index: dict[str, int] = {}
+    merged = Occurrences()
+    for names, (ids, values, per_token, lengths) in results:
+        to_global = np.fromiter(
+            (index.setdefault(n, len(index)) for n in names), dtype=np.int64, count=len(names)
+        )
+        merged.extend(to_global[ids], values, per_token, lengths)
+    return list(index), merged
 
 
 class Occurrences:
@@ -199,6 +241,25 @@ class Occurrences:
         self.values += values
         self.per_token += counts
         self.lengths.append(len(counts))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(ids [M] int32, values [M] float32, per token [N], lengths [D]) as NumPy arrays."""
+        return (
+            np.asarray(self.ids, dtype=np.int32),
+            np.asarray(self.values, dtype=np.float32),
+            np.asarray(self.per_token, dtype=np.int64),
+            np.asarray(self.lengths, dtype=np.int64),
+        )
+
+    def extend(self, ids, values, per_token, lengths) -> None:
+        """Add another block's occurrences (``arrays``, ids already in this numbering)."""
+        for mine, more in zip(
+            ("ids", "values", "per_token", "lengths"),
+            (ids, values, per_token, lengths),
+            strict=True,
+        ):
+            old = getattr(self, mine)
+            setattr(self, mine, np.concatenate([np.asarray(old, more.dtype), more]))
 
     def id_array(self) -> np.ndarray:
         return np.asarray(self.ids, dtype=np.int64)

@@ -146,7 +146,17 @@ class CRF(BaseEstimator):
         params = resolved(self.get_params())
         learner = make_learner(params)
         self._check_constraints()
-        attributes, features, values = AttributeDictionary.fit_transform(X, params["min_freq"])
+        world = usable_jobs(self.n_jobs)
+        if world > 1 and not ALGORITHMS[params["algorithm"]].parallel:
+            raise ValueError(
+                f"algorithm={params['algorithm']!r} trains in one process (its updates are "
+                f"online); use n_jobs=1, not {self.n_jobs}"
+            )
+        attributes, features, values = AttributeDictionary.fit_transform(
+            X,
+            params["min_freq"],
+            jobs=world,  # n_jobs processes read the items too
+        )
         labels = first_seen_labels(y)
         data = chain_data(features, values, "X", labels, y)
         dev = None
@@ -164,12 +174,6 @@ class CRF(BaseEstimator):
             device=self.device,
             progress=bool(self.verbose),
         )
-        world = usable_jobs(self.n_jobs)
-        if world > 1 and not ALGORITHMS[params["algorithm"]].parallel:
-            raise ValueError(
-                f"algorithm={params['algorithm']!r} trains in one process (its updates are "
-                f"online); use n_jobs=1, not {self.n_jobs}"
-            )
         if world > 1:
             log = train_parallel(world, learner, weights, data, settings, dev)
         else:

@@ -8,7 +8,8 @@ token-balanced shard; the CRF sums its objective and gradient over the ranks and
 takes the same L-BFGS step, and the online learners mix their weights (and averaging sums)
 after every epoch (iterative parameter mixing, McDonald et al. 2010).  Rank 0 writes its final
 tables into shared memory (``forking.SharedTables``), where the estimator reads them, and
-returns the training log.
+returns the training log.  The compiled kernels are loaded before the fork
+(``native/warm.py``), so that the ranks do not each load them again.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from structperc.forking import Child, SharedTables, can_fork
 from structperc.learn.base import Learner
 from structperc.learn.fitting import FitSettings
 from structperc.model.weights import ChainWeights
+from structperc.native.warm import warm_kernels
 from structperc.sklearn.training import TrainingLog, train_chain
 from structperc.structures.chain import ChainData
 
@@ -53,6 +55,7 @@ def train_parallel(
             f"n_jobs={world} trains in forked processes, on Linux with device='cpu' "
             f"(device={settings.device!r} here); use n_jobs=1"
         )
+    warm_kernels(learner, weights, data, settings.device)  # loaded once, inherited by the ranks
     shared = SharedTables(weights.tables())
     with tempfile.TemporaryDirectory(prefix="structperc-ranks-") as folder:
         store = os.path.join(folder, "store")
