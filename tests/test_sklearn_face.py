@@ -340,7 +340,7 @@ def test_the_algorithm_table_sets_the_learners():
     assert (crf.tol, crf.patience, crf.history) == (1e-5, 10, 6)
     sgd = make_learner(resolved({"algorithm": "l2sgd", "all_possible_states": True}))
     assert (sgd.optimizer, sgd.sigma2, sgd.support, sgd.max_iterations) == ("sgd", 0.5, "all", 1000)
-    assert (sgd.lr, sgd.batch_tokens) == (0.1, 250)
+    assert (sgd.lr, sgd.batch_tokens) == (0.2, 1)  # experiments/sklearn_l2sgd/
     ap = make_learner(resolved({"algorithm": "ap"}))
     assert isinstance(ap, Perceptron) and ap.average
     with pytest.raises(ValueError, match="algorithm must be one of"):
