@@ -150,7 +150,7 @@ LAYERS = [  # lower layers never import higher ones
     {"structperc.model", "structperc.decode", "structperc.checkpoint"},
     {"structperc.structures"},
     {"structperc.learn"},
-    {"structperc.train", "structperc.crf", "structperc.rerank"},
+    {"structperc.train", "structperc.crf", "structperc.rerank", "structperc.native"},
     {"structperc.tasks", "structperc.sklearn"},
     {"structperc.tagger"},
     {"structperc.run", "structperc.predict"},

@@ -284,3 +284,18 @@ def test_what_has_no_compiled_epoch():
     assert compiled_epochs(Perceptron(), iob, Updater(iob.weights), data, "cpu") is None
     assert compiled_chain(iob, "cpu") is None
     assert compiled_epochs(Perceptron(), plain, up, data, "meta") is None
+
+
+def test_without_numba_the_face_takes_the_torch_paths(monkeypatch):
+    import structperc.native.chain_predict as chain_predict
+    import structperc.native.online as online
+    import structperc.sklearn.algorithms as algorithms
+
+    for module in (online, chain_predict, algorithms):
+        monkeypatch.setattr(module, "numba_available", lambda: False)
+    assert algorithms.crf_scan("lbfgs", "cpu") == "sequential"
+    assert algorithms.crf_scan("sgd", "cpu") == "auto"
+    data, F, L = synthetic(docs=5)
+    plain = ChainStructure(ChainWeights(F, [f"y{i}" for i in range(L)], edges=False))
+    assert compiled_epochs(Perceptron(), plain, Updater(plain.weights), data, "cpu") is None
+    assert compiled_chain(plain, "cpu") is None

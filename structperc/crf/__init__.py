@@ -9,6 +9,8 @@
                  (for the sequential scan), or one transition matrix (``features.edges=false``)
 ``sparse``       differentiable lookups X W with a transposed backward; the observed support
                  (``learner.support=observed``: the (feature, label) pairs seen in training)
+``compiled``     ``learner.scan=compiled``: the objective, gradient and SGD epochs of a chain
+                 with one transition matrix by ``native/crf_kernels.py`` (numba, CPU)
 
 The chain's log Z and marginals (the three scans: torch-struct's own, the scaled tree, the
 sequential forward-backward) are ``decode/marginals.py``'s, which the chain structure offers as

@@ -78,6 +78,7 @@ import torch
 from torch import Tensor
 
 from structperc.crf.buckets import Bucket, make_buckets
+from structperc.crf.compiled import CompiledObjective, CompiledSGD
 from structperc.crf.objective import (
     CRFSettings,
     bucket_loss,
@@ -91,7 +92,6 @@ from structperc.decode.marginals import check_scan
 from structperc.distributed import SERIAL, Group
 from structperc.features.extract import FeatureMatrix
 from structperc.learn.fitting import Convergence, EpochLog, FitResult, epoch_order
-from structperc.native.crf_objective import CompiledObjective, CompiledSGD
 from structperc.progress import bar
 from structperc.structures.chain import ChainStructure
 
@@ -169,7 +169,7 @@ class Optimization:
         group: Group = SERIAL,
     ):
         self.t_start = time.perf_counter()
-        if learner.scan != "compiled":  # (native/crf_objective.py checks its own needs)
+        if learner.scan != "compiled":  # (crf/compiled.py checks its own needs)
             check_scan(learner.scan)  # resolved by ``CRF.resolved``
         self.learner, self.structure, self.weights = learner, structure, structure.weights
         self.features, self.labels = features, labels

@@ -13,14 +13,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from structperc import native
 from structperc.features.extract import FeatureMatrix
+from structperc.native import available as numba_available
 from structperc.structures.chain import ChainStructure
 
 
 def compiled_chain(structure, device) -> CompiledChain | None:
     """The compiled decoder of ``structure`` (module docstring), or None."""
-    if not native.available() or torch.device(device).type != "cpu":
+    if not numba_available() or torch.device(device).type != "cpu":
         return None
     if type(structure) is not ChainStructure or structure.allowed is not None:
         return None

@@ -24,12 +24,12 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from structperc import native
 from structperc.learn.arow import AROW
 from structperc.learn.base import Learner, StepStats
 from structperc.learn.passive_aggressive import PassiveAggressive
 from structperc.learn.perceptron import Perceptron
 from structperc.model.updates import Updater
+from structperc.native import available as numba_available
 from structperc.progress import bar
 from structperc.structures.chain import ChainData, ChainStructure
 
@@ -56,7 +56,7 @@ def compiled_epochs(
 ) -> Callable[..., StepStats] | None:
     """The compiled epoch for this training, or None where it does not apply (module
     docstring) or numba is not installed."""
-    if not native.available() or torch.device(device).type != "cpu":
+    if not numba_available() or torch.device(device).type != "cpu":
         return None
     if type(structure) is not ChainStructure or structure.allowed is not None:
         return None

@@ -29,8 +29,8 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from structperc import native
 from structperc.learn.base import Learner
+from structperc.native import available as numba_available
 
 CRFSUITE_DEFAULTS = {  # what CRFsuite takes for a parameter left at None
     "min_freq": 0.0,
@@ -103,7 +103,7 @@ def crf_scan(optimizer: str, device: str) -> str:
     sequences: ~1.7x faster a CoNLL-2003 iteration than the tree scan of "auto")."""
     if device != "cpu":
         return "auto"
-    if native.available():
+    if numba_available():
         return "compiled"
     return "sequential" if optimizer == "lbfgs" else "auto"
 

@@ -9,7 +9,7 @@ takes the same L-BFGS step, and the online learners mix their weights (and avera
 after every epoch (iterative parameter mixing, McDonald et al. 2010).  Rank 0 writes its final
 tables into shared memory (``forking.SharedTables``), where the estimator reads them, and
 returns the training log.  The compiled kernels are loaded before the fork
-(``native/warm.py``), so that the ranks do not each load them again.
+(``sklearn/warm.py``), so that the ranks do not each load them again.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from structperc.forking import Child, SharedTables, can_fork
 from structperc.learn.base import Learner
 from structperc.learn.fitting import FitSettings
 from structperc.model.weights import ChainWeights
-from structperc.native.warm import warm_kernels
 from structperc.sklearn.training import TrainingLog, train_chain
+from structperc.sklearn.warm import warm_kernels
 from structperc.structures.chain import ChainData
 
 

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import torch
 
-from structperc import native
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
+from structperc.native import available as numba_available
 from structperc.structures.chain import ChainData, ChainStructure
 
 
 def warm_kernels(learner, weights: ChainWeights, data: ChainData, device) -> None:
     """Load the compiled kernels of this training and of decoding (nothing where there are
     none: numba missing, another device, a structure without compiled code)."""
-    if not native.available() or torch.device(device).type != "cpu":
+    if not numba_available() or torch.device(device).type != "cpu":
         return
+    from structperc.crf.compiled import CompiledObjective, CompiledSGD
     from structperc.native.chain_predict import compiled_chain
-    from structperc.native.crf_objective import CompiledObjective, CompiledSGD
     from structperc.native.online import compiled_epochs
 
     structure = ChainStructure(weights)

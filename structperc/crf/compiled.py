@@ -17,12 +17,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from structperc import native
 from structperc.crf.buckets import length_buckets
 from structperc.crf.objective import CRFSettings, with_prior
 from structperc.distributed import SERIAL, Group
 from structperc.features.extract import FeatureMatrix
 from structperc.model.weights import ChainWeights
+from structperc.native import available as numba_available
 
 
 def check_compiled(weights: ChainWeights, device) -> None:
@@ -34,7 +34,7 @@ def check_compiled(weights: ChainWeights, device) -> None:
         )
     if torch.device(device).type != "cpu":
         raise ValueError(f"learner.scan=compiled runs on the CPU, not on {device}")
-    if not native.available():
+    if not numba_available():
         raise ValueError(
             "learner.scan=compiled needs numba (pip install 'structperc[sklearn]'); "
             "or use scan=sequential"
