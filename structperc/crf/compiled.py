@@ -41,21 +41,29 @@ def check_compiled(weights: ChainWeights, device) -> None:
         )
 
 
-class CompiledObjective:
+class KernelInputs:
+    """The arrays the kernels read: the CSR features, values and gold labels of the documents,
+    and the weights whose tables they read (``check_compiled``: where they can run)."""
+
+    def __init__(self, weights: ChainWeights, features: FeatureMatrix, labels: Tensor):
+        check_compiled(weights, features.ids.device)
+        self.weights = weights
+        self.doc_offsets = features.doc_offsets.numpy().astype(np.int64)  # [D + 1]
+        self.ids = features.ids.numpy()  # [nnz] int32
+        self.offsets = features.offsets.numpy().astype(np.int64)  # [N + 1]
+        self.weighted = features.values is not None
+        self.values = features.values.numpy() if self.weighted else np.ones(1, np.float32)
+        self.labels = labels.cpu().numpy().astype(np.int64)  # [N]
+
+
+class CompiledObjective(KernelInputs):
     """f(w) and its gradient over ``features`` with gold ``labels`` [N] (this rank's shard)."""
 
     def __init__(self, weights: ChainWeights, features: FeatureMatrix, labels: Tensor):
         from structperc.native.crf_kernels import nll_gradient
 
-        check_compiled(weights, features.ids.device)
+        super().__init__(weights, features, labels)
         self.kernel = nll_gradient
-        self.weights = weights
-        self.doc_offsets = features.doc_offsets.numpy().astype(np.int64)
-        self.ids = features.ids.numpy()
-        self.offsets = features.offsets.numpy().astype(np.int64)
-        self.weighted = features.values is not None
-        self.values = features.values.numpy() if self.weighted else np.ones(1, np.float32)
-        self.labels = labels.cpu().numpy().astype(np.int64)
         L, F = weights.num_labels, weights.num_features
         self.grad_node = np.zeros((F, L))  # [F, L] float64
         self.grad_trans = np.zeros((L, L))  # [L, L] float64
@@ -92,7 +100,7 @@ class CompiledObjective:
         return with_prior(learner, w.dense_tables, grads, float(total), int(errors), group)
 
 
-class CompiledSGD:
+class CompiledSGD(KernelInputs):
     """``SGDTraining``'s epochs over ``features`` with gold ``labels``: mini-batches of
     ``learner.batch_tokens`` padded tokens (``buckets.length_buckets``)."""
 
@@ -101,15 +109,8 @@ class CompiledSGD:
     ):
         from structperc.native.crf_kernels import sgd_epoch
 
-        check_compiled(weights, features.ids.device)
+        super().__init__(weights, features, labels)
         self.kernel = sgd_epoch
-        self.weights = weights
-        self.doc_offsets = features.doc_offsets.numpy().astype(np.int64)
-        self.ids = features.ids.numpy()
-        self.offsets = features.offsets.numpy().astype(np.int64)
-        self.weighted = features.values is not None
-        self.values = features.values.numpy() if self.weighted else np.ones(1, np.float32)
-        self.labels = labels.cpu().numpy().astype(np.int64)
         lengths = np.diff(self.doc_offsets).tolist()
         self.buckets = length_buckets(lengths, learner.batch_tokens)  # documents per batch
         sizes = [len(b) for b in self.buckets]

@@ -122,38 +122,18 @@ def _add(table, sums, touched, index, val, scale, seen, average):  # pragma: no 
 
 
 @njit(cache=True)
-def _path_delta(
-    t0,
-    T,
-    gold,
-    path,
-    ids,
-    offsets,
-    values,
-    weighted,
-    L,
-    sign_gold,
-    node,
-    edge,
-    sn,
-    se,
-    tn,
-    te,
-    scale,
-    seen,
-    average,
-    acc_node,
-    acc_edge,
-    mark_node,
-    mark_edge,
-    list_node,
-    list_edge,
-    counts,
-    mode,
-):  # pragma: no cover - jit
+def _path_delta(t0, T, gold, path, model, scale, seen, mode):  # pragma: no cover - jit
     """One pass over d's entries in ``path_delta``'s order.  mode 0: write scale * d into the
     tables (w, u, journal); mode 1: sum d into the scratch accumulators (listing new entries in
-    list_*, counts[0:2] their numbers) and return d . w."""
+    list_*, counts[0:2] their numbers) and return d . w.  model = (csr, weighted, L, tables,
+    average, scratch, counts): csr = (ids, offsets, values) of the tokens; tables = (node, edge,
+    their averaging sums, their journal marks); scratch = (acc_node, acc_edge, mark_node,
+    mark_edge, list_node, list_edge)."""
+    csr, weighted, L, tables, average, scratch, counts = model
+    ids, offsets, values = csr
+    node, edge, sn, se, tn, te = tables
+    acc_node, acc_edge, mark_node, mark_edge, list_node, list_edge = scratch
+    sign_gold = 1.0
     dot = 0.0
     for side in range(2):
         sign = sign_gold if side == 0 else -sign_gold
@@ -238,6 +218,10 @@ def online_epoch(
     trans = edge.reshape((L, L))
     node2 = node.reshape((-1, L))
     counts = np.zeros(2, dtype=np.int64)
+    csr = (ids, offsets, values)
+    tables = (node, edge, sums_node, sums_edge, touched_node, touched_edge)
+    scratch = (acc_node, acc_edge, mark_node, mark_edge, list_node, list_edge)
+    model = (csr, weighted, L, tables, average, scratch, counts)
     seen = seen0
     tokens = 0
     errors_total = 0
@@ -261,69 +245,13 @@ def online_epoch(
             continue
         errors_total += errors
         if rule == PERCEPTRON:
-            _path_delta(
-                t0,
-                T,
-                labels,
-                path,
-                ids,
-                offsets,
-                values,
-                weighted,
-                L,
-                1.0,
-                node,
-                edge,
-                sums_node,
-                sums_edge,
-                touched_node,
-                touched_edge,
-                1.0,
-                seen,
-                average,
-                acc_node,
-                acc_edge,
-                mark_node,
-                mark_edge,
-                list_node,
-                list_edge,
-                counts,
-                0,
-            )
+            _path_delta(t0, T, labels, path, model, 1.0, seen, 0)
             updates += 1
             seen += 1
             continue
         counts[0] = 0
         counts[1] = 0
-        margin = _path_delta(
-            t0,
-            T,
-            labels,
-            path,
-            ids,
-            offsets,
-            values,
-            weighted,
-            L,
-            1.0,
-            node,
-            edge,
-            sums_node,
-            sums_edge,
-            touched_node,
-            touched_edge,
-            1.0,
-            seen,
-            average,
-            acc_node,
-            acc_edge,
-            mark_node,
-            mark_edge,
-            list_node,
-            list_edge,
-            counts,
-            1,
-        )
+        margin = _path_delta(t0, T, labels, path, model, 1.0, seen, 1)
         if rule == PASSIVE_AGGRESSIVE:
             norm_sq = 0.0
             for n in range(counts[0]):
@@ -340,35 +268,7 @@ def online_epoch(
                 else:
                     tau = loss / (norm_sq + 0.5 / C)
             if tau > 0:
-                _path_delta(
-                    t0,
-                    T,
-                    labels,
-                    path,
-                    ids,
-                    offsets,
-                    values,
-                    weighted,
-                    L,
-                    1.0,
-                    node,
-                    edge,
-                    sums_node,
-                    sums_edge,
-                    touched_node,
-                    touched_edge,
-                    tau,
-                    seen,
-                    average,
-                    acc_node,
-                    acc_edge,
-                    mark_node,
-                    mark_edge,
-                    list_node,
-                    list_edge,
-                    counts,
-                    0,
-                )
+                _path_delta(t0, T, labels, path, model, tau, seen, 0)
                 updates += 1
         else:  # AROW
             loss = errors - margin

@@ -95,6 +95,21 @@ def forward_backward(
 
 
 @njit(cache=True)
+def marginals_into(scores, t, alpha, beta):  # pragma: no cover - jit
+    """scores[t, j] = p(y_t = j) = alpha[t, j] beta[t, j]; the most probable label (the first
+    of equals)."""
+    best = 0
+    best_p = -1.0
+    for j in range(scores.shape[1]):
+        p = alpha[t, j] * beta[t, j]
+        scores[t, j] = p
+        if p > best_p:
+            best_p = p
+            best = j
+    return best
+
+
+@njit(cache=True)
 def longest_document(doc_offsets):  # pragma: no cover - jit
     longest = 1
     for d in range(len(doc_offsets) - 1):
@@ -131,15 +146,7 @@ def nll_gradient(
         total += log_z - gold
         for t in range(T):  # expectations minus the gold counts
             y = labels[t0 + t]
-            best = 0
-            best_p = -1.0
-            for j in range(L):
-                p = alpha[t, j] * beta[t, j]
-                scores[t, j] = p  # (the token's marginals, reusing the row)
-                if p > best_p:
-                    best_p = p
-                    best = j
-            if best != y:
+            if marginals_into(scores, t, alpha, beta) != y:
                 errors += 1
             for k in range(offsets[t0 + t], offsets[t0 + t + 1]):
                 f = ids[k]
@@ -237,15 +244,7 @@ def sgd_epoch(
             total += log_z - gold
             for t in range(T):
                 y = labels[t0 + t]
-                best = 0
-                best_p = -1.0
-                for j in range(L):
-                    p = alpha[t, j] * beta[t, j]
-                    scores[t, j] = p
-                    if p > best_p:
-                        best_p = p
-                        best = j
-                if best != y:
+                if marginals_into(scores, t, alpha, beta) != y:
                     errors += 1
                 for k in range(offsets[t0 + t], offsets[t0 + t + 1]):
                     row = ids[k] * L
