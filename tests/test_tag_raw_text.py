@@ -52,15 +52,26 @@ def test_make_tagger_trains_the_column_tagger_once(tmp_path):
 
 
 def test_make_run_makes_the_tagger_first_and_gives_it_to_the_main_job(tmp_path):
-    tagger = tmp_path / "tagchunk"
-    lines = make_dry_run("run", tmp_path, TAGGER=tagger, MAIN_RUN=tmp_path / "main").splitlines()
+    tagger, classes = tmp_path / "tagchunk", tmp_path / "wordclasses"
+    folders = {"TAGGER": tagger, "MAIN_RUN": tmp_path / "main", "WC_CACHE": classes}
+    lines = make_dry_run("run", tmp_path, **folders).splitlines()
     assert "+experiment=conll00_tagchunk" in lines[0]  # absent: trained first
-    assert lines[1].endswith(
-        f"+experiment=conll03_nonlocal features.tagger={tagger} hydra.run.dir={tmp_path / 'main'}"
+    shipped = sorted((ROOT / "experiments" / "wordclasses" / "classes").glob("*.json.gz"))
+    assert len(shipped) == 3  # the word classes unpacked into their cache
+    assert [line.split("gunzip -c ")[1].split()[0] for line in lines[1:4]] == [
+        str(p.relative_to(ROOT)) for p in shipped
+    ]
+    assert lines[4].endswith(
+        "+experiment=conll03_nonlocal features=kazama_wordclasses "
+        f"features.word_classes.architecture=cbow features.tagger={tagger} "
+        f"hydra.run.dir={tmp_path / 'main'}"
     )
     tagger.mkdir()
     (tagger / "results.json").write_text("{}")
-    lines = make_dry_run("run", tmp_path, TAGGER=tagger, MAIN_RUN=tmp_path / "main").splitlines()
+    classes.mkdir()
+    for p in shipped:
+        (classes / p.name.removesuffix(".gz")).write_text("{}")
+    lines = make_dry_run("run", tmp_path, **folders).splitlines()
     assert len(lines) == 1 and "conll03_nonlocal" in lines[0]  # cached: the main job alone
 
 
