@@ -4,7 +4,7 @@
 # groups side by side on two cores: each run keeps to one core):
 #   STRUCTPERC_DATA=../shared/data nice -n 10 bash experiments/wordclasses/runs.sh [GROUP...]
 # groups: first (the first measurements), crf, kt (Kazama & Torisawa's best setting on our own
-# POS and chunk columns), kt_nbest (its n' up to 6400), seeds (ablations over seeds 1-2)
+# POS and chunk columns), kt_nbest (its n' up to 6400), seeds and seeds_more (ablations over seeds 1-2)
 #   python experiments/wordclasses/table.py --readme experiments/wordclasses/README.md
 set -euo pipefail
 PY=${PY:-.venv/bin/python}
@@ -12,7 +12,7 @@ R=experiments/wordclasses/runs
 WC=features=kazama_wordclasses
 CBOW="$WC features.word_classes.architecture=cbow"
 ONE="trainer.processes=1 threads=1"   # one core a run
-WANT=" ${*:-first crf kt kt_nbest seeds} "
+WANT=" ${*:-first crf kt kt_nbest seeds seeds_more} "
 want() { [[ "$WANT" == *" $1 "* ]]; }
 
 run() {  # run NAME OVERRIDES...
@@ -89,4 +89,11 @@ if want seeds; then
     run local_wc_cbow_bigram100_seed$seed +experiment=conll03_local $CBOW 'features.bigram_attributes=[wl,pos,chk,go,gp,gm,gl,wc100]' seed=$seed
   done
   run local_wc_cbow_bigram100_seed0 +experiment=conll03_local $CBOW 'features.bigram_attributes=[wl,pos,chk,go,gp,gm,gl,wc100]' seed=0
+fi
+# the corpus ablation (Reuters alone) and the granularity k = 1000 over seeds 1-2 too
+if want seeds_more; then
+  for seed in 1 2; do
+    run local_wc_reuters_seed$seed +experiment=conll03_local $WC 'features.word_classes.corpora=[reuters21578]' seed=$seed
+    run local_wc_k1000_seed$seed +experiment=conll03_local $WC 'features.word_classes.kmeans=[1000]' seed=$seed
+  done
 fi

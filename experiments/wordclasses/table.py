@@ -54,6 +54,8 @@ SEED_GROUPS = {  # runs/<group>_seed<N>: label (the ablations over seeds)
     "local_wc_k100": "Averaged perceptron, local + word classes, k = 100 only",
     "local_wc_bigram100": "Averaged perceptron, local + word classes + wc100 bigrams",
     "local_wc_cbow_bigram100": "Averaged perceptron, local + CBOW word classes + wc100 bigrams",
+    "local_wc_reuters": "Averaged perceptron, local + word classes of Reuters alone",
+    "local_wc_k1000": "Averaged perceptron, local + word classes, k = 1000 only",
 }
 
 
