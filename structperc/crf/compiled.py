@@ -23,6 +23,7 @@ from structperc.distributed import SERIAL, Group
 from structperc.features.extract import FeatureMatrix
 from structperc.model.weights import ChainWeights
 from structperc.native import available as numba_available
+from structperc.native.inputs import csr_arrays, table_arrays
 
 
 def check_compiled(weights: ChainWeights, device) -> None:
@@ -48,11 +49,8 @@ class KernelInputs:
     def __init__(self, weights: ChainWeights, features: FeatureMatrix, labels: Tensor):
         check_compiled(weights, features.ids.device)
         self.weights = weights
-        self.doc_offsets = features.doc_offsets.numpy().astype(np.int64)  # [D + 1]
-        self.ids = features.ids.numpy()  # [nnz] int32
-        self.offsets = features.offsets.numpy().astype(np.int64)  # [N + 1]
-        self.weighted = features.values is not None
-        self.values = features.values.numpy() if self.weighted else np.ones(1, np.float32)
+        self.csr = csr_arrays(features)  # doc_offsets, ids, offsets, values, weighted
+        self.doc_offsets = self.csr[0]  # [D + 1]
         self.labels = labels.cpu().numpy().astype(np.int64)  # [N]
 
 
@@ -68,16 +66,16 @@ class CompiledObjective(KernelInputs):
         self.grad_node = np.zeros((F, L))  # [F, L] float64
         self.grad_trans = np.zeros((L, L))  # [L, L] float64
 
+    def _run(self, doc_offsets) -> tuple[float, int]:
+        return self.kernel(
+            doc_offsets, *self.csr[1:], self.labels, *table_arrays(self.weights),
+            self.grad_node, self.grad_trans,
+        )  # fmt: skip
+
     def warm(self) -> None:
         """Load the kernel in this process (numba's cache, else a compilation) by running it
         on no documents."""
-        w = self.weights
-        L = w.num_labels
-        self.kernel(
-            self.doc_offsets[:1], self.ids, self.offsets, self.values, self.weighted, self.labels,
-            w.node.weight.detach().numpy(), w.edge.weight.detach().numpy().reshape(L, L),
-            self.grad_node, self.grad_trans,
-        )  # fmt: skip
+        self._run(self.doc_offsets[:1])
 
     def __call__(
         self, learner: CRFSettings, group: Group = SERIAL
@@ -86,12 +84,7 @@ class CompiledObjective(KernelInputs):
         L = w.num_labels
         self.grad_node.fill(0.0)
         self.grad_trans.fill(0.0)
-        node = w.node.weight.detach().numpy()  # [F, L]
-        trans = w.edge.weight.detach().numpy().reshape(L, L)  # [L (from), L (to)]
-        total, errors = self.kernel(
-            self.doc_offsets, self.ids, self.offsets, self.values, self.weighted, self.labels,
-            node, trans, self.grad_node, self.grad_trans,
-        )  # fmt: skip
+        total, errors = self._run(self.doc_offsets)
         dtype = w.node.weight.dtype
         grads = [
             torch.from_numpy(self.grad_node).to(dtype),
@@ -123,31 +116,22 @@ class CompiledSGD(KernelInputs):
         self.list_node = np.empty(F, np.int64)
         self.acc_trans = np.zeros(L * L)
 
+    def _run(self, order: np.ndarray, state: np.ndarray, lr0: float, lam: float):
+        return self.kernel(
+            order, self.bucket_offsets, self.bucket_docs, *self.csr, self.labels,
+            *table_arrays(self.weights), state, lr0, lam, self.acc_node, self.mark_node,
+            self.list_node, self.acc_trans,
+        )  # fmt: skip
+
     def warm(self) -> None:
         """Load the kernel in this process by running it on no mini-batch."""
-        w = self.weights
-        L = w.num_labels
-        self.kernel(
-            np.empty(0, np.int64), self.bucket_offsets, self.bucket_docs,
-            self.doc_offsets, self.ids, self.offsets, self.values, self.weighted, self.labels,
-            w.node.weight.detach().numpy(), w.edge.weight.detach().numpy().reshape(L, L),
-            np.array([1.0, 0.0]), 0.1, 0.0, self.acc_node, self.mark_node, self.list_node,
-            self.acc_trans,
-        )  # fmt: skip
+        self._run(np.empty(0, np.int64), np.array([1.0, 0.0]), 0.1, 0.0)
 
     def epoch(self, order: list[int], opt) -> tuple[float, int]:
         """The mini-batches of ``order``, stepping ``opt`` (``ScaledSGD``: its tables, scale and
         count of documents seen); (sum of the batches' nll, posterior errors)."""
-        w = self.weights
-        L = w.num_labels
         state = np.array([opt.scale, opt.seen], np.float64)
-        total, errors, failed = self.kernel(
-            np.asarray(order, np.int64), self.bucket_offsets, self.bucket_docs,
-            self.doc_offsets, self.ids, self.offsets, self.values, self.weighted, self.labels,
-            w.node.weight.detach().numpy(), w.edge.weight.detach().numpy().reshape(L, L),
-            state, opt.lr0, opt.lam, self.acc_node, self.mark_node, self.list_node,
-            self.acc_trans,
-        )  # fmt: skip
+        total, errors, failed = self._run(np.asarray(order, np.int64), state, opt.lr0, opt.lam)
         if failed:
             raise ValueError(
                 f"learning rate {opt.lr()} too large for the prior (eta * lambda * |S| >= 1)"

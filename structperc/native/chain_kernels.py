@@ -133,10 +133,9 @@ def _path_delta(t0, T, gold, path, model, scale, seen, mode):  # pragma: no cove
     ids, offsets, values = csr
     node, edge, sn, se, tn, te = tables
     acc_node, acc_edge, mark_node, mark_edge, list_node, list_edge = scratch
-    sign_gold = 1.0
     dot = 0.0
     for side in range(2):
-        sign = sign_gold if side == 0 else -sign_gold
+        sign = 1.0 if side == 0 else -1.0  # +d at the gold labels, -d at the predicted
         for t in range(T):
             g, p = gold[t0 + t], path[t]
             if g == p:
@@ -155,7 +154,7 @@ def _path_delta(t0, T, gold, path, model, scale, seen, mode):  # pragma: no cove
                         counts[0] += 1
                     acc_node[idx] += sign * v
     for side in range(2):
-        sign = sign_gold if side == 0 else -sign_gold
+        sign = 1.0 if side == 0 else -1.0  # +d at the gold labels, -d at the predicted
         for t in range(1, T):
             gp = gold[t0 + t - 1] * L + gold[t0 + t]
             pp = path[t - 1] * L + path[t]

@@ -15,6 +15,7 @@ import torch
 
 from structperc.features.extract import FeatureMatrix
 from structperc.native import available as numba_available
+from structperc.native.inputs import csr_arrays, table_arrays
 from structperc.structures.chain import ChainStructure
 
 
@@ -32,21 +33,8 @@ class CompiledChain:
         self.weights = structure.weights
 
     def _inputs(self, features: FeatureMatrix) -> tuple:
-        w = self.weights
-        L = w.num_labels
-        node = w.node.weight.detach().numpy()  # [F, L]
-        trans = w.edge.weight.detach().numpy().reshape(L, L)  # [L (from), L (to)]
-        weighted = features.values is not None
-        values = features.values.numpy() if weighted else np.ones(1, node.dtype)
-        return (
-            features.doc_offsets.numpy().astype(np.int64),
-            features.ids.numpy(),
-            features.offsets.numpy().astype(np.int64),
-            values.astype(node.dtype),
-            weighted,
-            node,
-            trans,
-        )
+        node, trans = table_arrays(self.weights)
+        return (*csr_arrays(features, node.dtype), node, trans)
 
     def warm(self, features: FeatureMatrix) -> None:
         """Load the decoders in this process (numba's cache, else a compilation) by running

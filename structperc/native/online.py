@@ -30,6 +30,7 @@ from structperc.learn.passive_aggressive import PassiveAggressive
 from structperc.learn.perceptron import Perceptron
 from structperc.model.updates import Updater
 from structperc.native import available as numba_available
+from structperc.native.inputs import csr_arrays, table_arrays
 from structperc.progress import bar
 from structperc.structures.chain import ChainData, ChainStructure
 
@@ -79,16 +80,11 @@ class CompiledEpoch:
 
         self.kernels = chain_kernels
         self.learner, self.rule, self.updater = learner, rule, updater
-        f = data.features
-        self.doc_offsets = f.doc_offsets.numpy().astype(np.int64)
-        self.ids = f.ids.numpy()
-        self.offsets = f.offsets.numpy().astype(np.int64)
-        self.weighted = f.values is not None
-        tables = updater.weights.tables()
-        dtype = tables["node"].numpy().dtype
-        self.values = f.values.numpy().astype(dtype) if self.weighted else np.ones(1, dtype)
+        node, _ = table_arrays(updater.weights)
+        dtype = node.dtype
+        self.csr = csr_arrays(data.features, dtype)  # doc_offsets, ids, offsets, values, weighted
         self.labels = data.labels.numpy().astype(np.int64)
-        lengths = np.diff(self.doc_offsets)
+        lengths = np.diff(self.csr[0])
         T = max(int(lengths.max()) if len(lengths) else 1, 1)
         L = structure.num_labels
         self.scratch = (
@@ -98,16 +94,15 @@ class CompiledEpoch:
             np.empty((T, L), np.int64),  # back-pointers
             np.empty(T, np.int64),  # path
         )
-        F = tables["node"].shape[0]
+        F = node.shape[0]
         self.acc = (np.zeros(F * L, np.float64), np.zeros(L * L, np.float64))
         self.mark = (np.zeros(F * L, np.uint8), np.zeros(L * L, np.uint8))
         self.lists = (np.empty(F * L, np.int64), np.empty(L * L, np.int64))
-        self.mark_touched = (np.zeros(F * L, np.uint8), np.zeros(L * L, np.uint8))
+        self.touched = (np.zeros(F * L, np.uint8), np.zeros(L * L, np.uint8))
 
     def _kernel(self, chunk, node, edge, sums, up, pa, arow, variances, touched, stats) -> None:
         self.kernels.online_epoch(
-            chunk, self.doc_offsets, self.ids, self.offsets, self.values, self.weighted,
-            self.labels, node, edge, sums[0], sums[1], up.average, up.seen,
+            chunk, *self.csr, self.labels, node, edge, sums[0], sums[1], up.average, up.seen,
             self.rule,
             float(pa.C) if pa else 1.0,
             int(pa.pa_type) if pa else 0,
@@ -121,29 +116,16 @@ class CompiledEpoch:
     def warm(self) -> None:
         """Load the kernel in this process (numba's cache, else a compilation) by running it on
         no instances, with the argument types of an epoch; the tables are not touched."""
-        tables = self.updater.weights.tables()
-        node, edge = (tables[n].detach().numpy().reshape(-1) for n in ("node", "edge"))
+        node, edge = (t.reshape(-1) for t in table_arrays(self.updater.weights))
         empty = (node[:0], edge[:0])
-        up = self.updater
         stats = np.zeros(5, np.float64)
-        self._kernel(
-            np.empty(0, np.int64),
-            node,
-            edge,
-            empty,
-            up,
-            None,
-            None,
-            empty,
-            self.mark_touched,
-            stats,
-        )
+        order = np.empty(0, np.int64)
+        self._kernel(order, node, edge, empty, self.updater, None, None, empty, self.touched, stats)
 
     def __call__(self, order: list[int], progress: bool = False, desc: str = "") -> StepStats:
         """Run the instances of ``order`` (one epoch); the statistics of all of them."""
         up, learner = self.updater, self.learner
-        tables = up.weights.tables()
-        node, edge = (tables[n].detach().numpy().reshape(-1) for n in ("node", "edge"))
+        node, edge = (t.reshape(-1) for t in table_arrays(up.weights))  # flat views
         if up.average:
             sums = tuple(up.sums[n].numpy().reshape(-1) for n in ("node", "edge"))
         else:
@@ -155,9 +137,10 @@ class CompiledEpoch:
         else:
             variances = (node[:0], edge[:0])
         journal = up.journal is not None  # parameter mixing: the entries this epoch wrote
-        touched = self.mark_touched
-        for mask in touched:
-            mask[:] = 0
+        touched = self.touched  # (written by every update; read only for the journal)
+        if journal:
+            for mask in touched:
+                mask[:] = 0
         pa = learner if self.rule == self.kernels.PASSIVE_AGGRESSIVE else None
         arow = learner if self.rule == self.kernels.AROW else None
         total = StepStats()

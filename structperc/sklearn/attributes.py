@@ -161,7 +161,7 @@ class AttributeDictionary:
         their dictionaries in block order, which keeps every name's first appearance: the
         same dictionary and matrix as one process."""
         names, found = read_blocks(X, name, jobs)
-        ids = np.asarray(found.ids, dtype=np.int64)
+        ids = found.id_array()
         seen = np.bincount(ids, minlength=len(names))  # [A] occurrences of each name
         keep = seen > min_freq
         new_id = np.cumsum(keep) - 1  # [A] id among the kept names

@@ -27,14 +27,15 @@ def warm_kernels(learner, weights: ChainWeights, data: ChainData, device) -> Non
     from structperc.native.online import compiled_epochs
 
     structure = ChainStructure(weights)
-    updater = Updater(weights, average=getattr(learner, "average", False))
-    epoch = compiled_epochs(learner, structure, updater, data, device)
+    # (no averaging sums: warming writes nothing, and the kernel's types are the same)
+    epoch = compiled_epochs(learner, structure, Updater(weights), data, device)
     if epoch is not None:
         epoch.warm()
-    if getattr(learner, "scan", None) == "compiled" and not weights.edges:
-        make = CompiledObjective if learner.optimizer == "lbfgs" else CompiledSGD
-        args = (learner,) if make is CompiledSGD else ()
-        make(weights, data.features, data.labels, *args).warm()
+    if getattr(learner, "scan", None) == "compiled":
+        if learner.optimizer == "lbfgs":
+            CompiledObjective(weights, data.features, data.labels).warm()
+        else:
+            CompiledSGD(weights, data.features, data.labels, learner).warm()
     chain = compiled_chain(structure, device)
     if chain is not None:
         chain.warm(data.features)
