@@ -307,8 +307,8 @@ def test_run_with_the_preset(text, tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_brown_paths_prefix_attributes(text, tmp_path):
-    """Brown clusters through the library (~10 s: numba compiles its merges first)."""
-    pytest.importorskip("brown_clustering", reason="pip install 'structperc[brown]'")
+    """Brown clusters as a family of the store (tests/test_brown.py tests the merges)."""
+    pytest.importorskip("numba", reason="pip install 'structperc[wordclasses]'")
     settings = _settings(text, tmp_path, kmeans=(), brown=4, brown_min_count=2)
     classes = load_word_classes(settings)
     assert classes.attributes == ("bc4", "bc6", "bc10", "bc20")

@@ -4,7 +4,8 @@
 # groups side by side on two cores: each run keeps to one core):
 #   STRUCTPERC_DATA=../shared/data nice -n 10 bash experiments/wordclasses/runs.sh [GROUP...]
 # groups: first (the first measurements), crf, kt (Kazama & Torisawa's best setting on our own
-# POS and chunk columns), kt_nbest (its n' up to 6400), seeds and seeds_more (ablations over seeds 1-2)
+# POS and chunk columns), kt_nbest (its n' up to 6400), seeds and seeds_more (ablations over seeds
+# 1-2), brown and brown_prefixes (Brown clusters, m = 1000; ~40 min to cluster, once), vectors
 #   python experiments/wordclasses/table.py --readme experiments/wordclasses/README.md
 set -euo pipefail
 PY=${PY:-.venv/bin/python}
@@ -12,7 +13,7 @@ R=experiments/wordclasses/runs
 WC=features=kazama_wordclasses
 CBOW="$WC features.word_classes.architecture=cbow"
 ONE="trainer.processes=1 threads=1"   # one core a run
-WANT=" ${*:-first crf kt kt_nbest seeds seeds_more} "
+WANT=" ${*:-first crf kt kt_nbest seeds seeds_more brown brown_prefixes vectors} "
 want() { [[ "$WANT" == *" $1 "* ]]; }
 
 run() {  # run NAME OVERRIDES...
@@ -43,8 +44,6 @@ for seed in 1 2; do
 done
 run local_wc_cbow_reuters_seed0 +experiment=conll03_local $WC features.word_classes.architecture=cbow 'features.word_classes.corpora=[reuters21578]' seed=0
 run nonlocal_wc_cbow_seed0 +experiment=conll03_nonlocal $WC features.word_classes.architecture=cbow seed=0
-# Brown clusters (pip install '.[brown]'): 100 clusters over the words seen 50 times or more
-run local_bc100_seed0 +experiment=conll03_local $WC 'features.word_classes.kmeans=[]' features.word_classes.brown=100 features.word_classes.brown_min_count=50 seed=0
 # the main job's setting with CBOW word classes over three seeds, and the margin perceptron
 # (local features, C = 1414) with and without them
 for seed in 1 2; do
@@ -95,5 +94,34 @@ if want seeds_more; then
   for seed in 1 2; do
     run local_wc_reuters_seed$seed +experiment=conll03_local $WC 'features.word_classes.corpora=[reuters21578]' seed=$seed
     run local_wc_k1000_seed$seed +experiment=conll03_local $WC 'features.word_classes.kmeans=[1000]' seed=$seed
+  done
+fi
+# Brown clusters (structperc/wordclasses/brown_merges.py): m = 1000 over the words seen 5 times or
+# more (the vocabulary of the vectors), alone and beside the dev-chosen CBOW setting; m = 100 over
+# the words seen 50 times or more (8.8k words), the small setting
+BC="$WC features.word_classes.kmeans=[] features.word_classes.brown=1000"
+BIGRAM100="features.bigram_attributes=[wl,pos,chk,go,gp,gm,gl,wc100]"
+if want brown; then
+  for seed in 0 1 2; do
+    run local_bc1000_seed$seed +experiment=conll03_local $BC $ONE seed=$seed
+    run local_wc_cbow_bigram100_bc1000_seed$seed +experiment=conll03_local $CBOW features.word_classes.brown=1000 "$BIGRAM100" $ONE seed=$seed
+  done
+  run local_bc100_seed0 +experiment=conll03_local $WC 'features.word_classes.kmeans=[]' features.word_classes.brown=100 features.word_classes.brown_min_count=50 $ONE seed=0
+fi
+# Brown path prefix lengths (m = 1000, three seeds): coarse only, fine only, every even length
+if want brown_prefixes; then
+  for seed in 0 1 2; do
+    run local_bc1000_p4-6_seed$seed +experiment=conll03_local $BC 'features.word_classes.brown_prefixes=[4,6]' $ONE seed=$seed
+    run local_bc1000_p10-20_seed$seed +experiment=conll03_local $BC 'features.word_classes.brown_prefixes=[10,20]' $ONE seed=$seed
+    run local_bc1000_p2-20_seed$seed +experiment=conll03_local $BC 'features.word_classes.brown_prefixes=[2,4,6,8,10,12,14,16,18,20]' $ONE seed=$seed
+  done
+fi
+# the vector size of the dev-chosen setting (CBOW, k = 100/500/1000, wc100 bigrams): 50 and 200
+# dimensions against the preset's 100, three seeds
+if want vectors; then
+  for seed in 0 1 2; do
+    for d in 50 200; do
+      run local_wc_cbow_bigram100_d${d}_seed$seed +experiment=conll03_local $CBOW features.word_classes.vector_size=$d "$BIGRAM100" $ONE seed=$seed
+    done
   done
 fi

@@ -56,6 +56,21 @@ SEED_GROUPS = {  # runs/<group>_seed<N>: label (the ablations over seeds)
     "local_wc_cbow_bigram100": "Averaged perceptron, local + CBOW word classes + wc100 bigrams",
     "local_wc_reuters": "Averaged perceptron, local + word classes of Reuters alone",
     "local_wc_k1000": "Averaged perceptron, local + word classes, k = 1000 only",
+    "local_bc1000": "Averaged perceptron, local + Brown clusters (m = 1000; prefixes 4,6,10,20)",
+    "local_bc1000_p4-6": "Averaged perceptron, local + Brown clusters (m = 1000; prefixes 4,6)",
+    "local_bc1000_p10-20": "Averaged perceptron, local + Brown clusters (m = 1000; prefixes 10,20)",
+    "local_bc1000_p2-20": (
+        "Averaged perceptron, local + Brown clusters (m = 1000; prefixes 2,4,...,20)"
+    ),
+    "local_wc_cbow_bigram100_bc1000": (
+        "Averaged perceptron, local + CBOW word classes + wc100 bigrams + Brown (m = 1000)"
+    ),
+    "local_wc_cbow_bigram100_d50": (
+        "Averaged perceptron, local + CBOW word classes (50-dim. vectors) + wc100 bigrams"
+    ),
+    "local_wc_cbow_bigram100_d200": (
+        "Averaged perceptron, local + CBOW word classes (200-dim. vectors) + wc100 bigrams"
+    ),
 }
 
 
@@ -68,7 +83,10 @@ KAZAMA = HERE.parent / "kazama2007" / "runs"
 LOCAL_CHOICES = [
     (RUNS, f"{group}_seed*")
     for group in ("local_wc", "local_wc_cbow", "local_wc_k100", "local_wc_k1000",
-                  "local_wc_reuters", "local_wc_bigram100", "local_wc_cbow_bigram100")
+                  "local_wc_reuters", "local_wc_bigram100", "local_wc_cbow_bigram100",
+                  "local_bc1000", "local_bc1000_p4-6", "local_bc1000_p10-20", "local_bc1000_p2-20",
+                  "local_wc_cbow_bigram100_bc1000", "local_wc_cbow_bigram100_d50",
+                  "local_wc_cbow_bigram100_d200")
 ]  # fmt: skip
 SUMMARY = [
     ("Averaged perceptron, local features", (RUNS, "local_seed*"), LOCAL_CHOICES),
@@ -268,7 +286,12 @@ def clusters_table(known: dict) -> str:
                 f"{len(key['files'])} files, gensim {key['gensim']}"
             )
         else:
-            what = f"k-means k={key['k']} of vectors-{key['vectors']}" if "k" in key else "Brown"
+            what = (
+                f"k-means k={key['k']} of vectors-{key['vectors']}"
+                if "k" in key
+                else f"Brown m={key['brown']} min_count={key['min_count']}, "
+                f"{len(key['files'])} files, {key.get('merges', 'brown-clustering')}"
+            )
         lines.append(
             f"| `{name}` | {what} | {e['words']:,} | {e.get('classes', '–')} | {e['seconds']:.0f} |"
         )

@@ -36,6 +36,7 @@ from structperc.wordclasses.table import BROWN, WordClasses, attribute_names
 log = logging.getLogger(__name__)
 
 TOKENISER_VERSION = 1  # bump when tokens.conll_tokens changes what it returns
+BROWN_VERSION = "brown_merges 1"  # bump when brown.py / brown_merges.py change their paths
 DEFAULT_CACHE_DIR = ".cache/wordclasses"
 
 
@@ -52,9 +53,9 @@ class WordClassSettings:
             each side), passes over the text and noise words per example.
         kmeans: the cluster counts, one attribute ``wc<k>`` each; empty: no vectors.
         brown: the number of Brown clusters (0: none); attributes ``bc<p>`` per prefix length.
-        brown_min_count: the vocabulary cut-off of Brown clustering (its cost grows with it).
+        brown_min_count: the vocabulary cut-off of Brown clustering (its time grows with the
+            vocabulary: O(V m²)).
         brown_prefixes: the path prefix lengths p of the ``bc<p>`` attributes.
-        brown_alpha: the pseudo-count added to every bigram (``brown.py``).
         seed: word2vec's and k-means's random seed.
         cache_dir: where the built classes are kept (not part of any key).
     """
@@ -69,9 +70,8 @@ class WordClassSettings:
     negative: int = 5
     kmeans: tuple[int, ...] = (100, 500, 1000)
     brown: int = 0
-    brown_min_count: int = 20
+    brown_min_count: int = 5
     brown_prefixes: tuple[int, ...] = (4, 6, 10, 20)
-    brown_alpha: float = 1e-4
     seed: int = 0
     cache_dir: str = DEFAULT_CACHE_DIR
 
@@ -151,9 +151,7 @@ def identities(settings: WordClassSettings) -> dict:
             **text,
             "brown": settings.brown,
             "min_count": settings.brown_min_count,
-            "alpha": settings.brown_alpha,
-            "paths": "tree of the m clusters",  # (not the library's whole merge history)
-            "brown-clustering": _version("brown-clustering"),
+            "merges": BROWN_VERSION,
         }
     return out
 
@@ -267,7 +265,6 @@ def load_word_classes(settings: WordClassSettings, progress: bool = False) -> Wo
                 text.sentences,
                 clusters=settings.brown,
                 min_count=settings.brown_min_count,
-                alpha=settings.brown_alpha,
                 progress=progress,
             ),
         )
