@@ -106,7 +106,7 @@ def brown_paths(
     """{word: bit-string path} of Brown clustering with ``clusters`` active clusters over the
     words seen at least ``min_count`` times in ``sentences``."""
     try:
-        from structperc.wordclasses import brown_merges
+        from structperc.wordclasses.brown_merges import merge_all, run_words
     except ImportError as e:
         raise ImportError("Brown clusters need numba: pip install 'structperc[wordclasses]'") from e
     if clusters < 2:
@@ -133,7 +133,7 @@ def brown_paths(
     ) as pb:
         for first in range(0, len(words), CHUNK):
             stop = min(first + CHUNK, len(words))
-            brown_merges.run_words(counts, tables[:3], tables[3:], clusters, first, stop, state)
+            run_words(counts, tables[:3], tables[3:], clusters, first, stop, state)
             pb.update(stop - first)
             if time.perf_counter() - reported > REPORT_SECONDS:
                 reported = time.perf_counter()
@@ -141,7 +141,7 @@ def brown_paths(
         leaf_of_word = word_slot.copy()  # the m clusters of the windowed phase
         leaves = np.flatnonzero(active).tolist()
         merges = np.zeros((clusters - 1, 2), dtype=np.int64)
-        brown_merges.merge_all(state, merges)
+        merge_all(state, merges)
         pb.update(clusters - 1)
     paths = tree_paths(merges, leaves)
     return {w: paths[s] for w, s in zip(words, leaf_of_word.tolist(), strict=True)}
