@@ -43,8 +43,12 @@ def parser() -> argparse.ArgumentParser:
     a("--negative", type=int, default=DEFAULTS.negative, help="noise words per example")
     a("--kmeans", type=int, nargs="*", default=list(DEFAULTS.kmeans), help="cluster counts")
     a("--brown", type=int, default=DEFAULTS.brown, help="Brown clusters (0: none)")
-    a("--brown-min-count", type=int, default=DEFAULTS.brown_min_count,
-      help="Brown's vocabulary cut-off (time O(V m²): ~37 min for m = 1000 over 43k words)")
+    a(
+        "--brown-min-count",
+        type=int,
+        default=DEFAULTS.brown_min_count,
+        help="Brown's vocabulary cut-off (time O(V m²): ~37 min for m = 1000 over 43k words)",
+    )
     a("--brown-prefixes", type=int, nargs="+", default=list(DEFAULTS.brown_prefixes))
     a("--seed", type=int, default=DEFAULTS.seed)
     a("--cache-dir", default=DEFAULTS.cache_dir)
