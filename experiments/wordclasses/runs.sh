@@ -5,7 +5,8 @@
 #   STRUCTPERC_DATA=../shared/data nice -n 10 bash experiments/wordclasses/runs.sh [GROUP...]
 # groups: first (the first measurements), crf, kt (Kazama & Torisawa's best setting on our own
 # POS and chunk columns), kt_nbest (its n' up to 6400), seeds and seeds_more (ablations over seeds
-# 1-2), brown and brown_prefixes (Brown clusters, m = 1000; ~40 min to cluster, once), vectors
+# 1-2), brown, brown_prefixes, brown_more and crf_brown (Brown clusters, m = 1000; ~48 min to
+# cluster, once), vectors (the vector size), timing (with and without classes, back to back)
 #   python experiments/wordclasses/table.py --readme experiments/wordclasses/README.md
 set -euo pipefail
 PY=${PY:-.venv/bin/python}
@@ -13,7 +14,7 @@ R=experiments/wordclasses/runs
 WC=features=kazama_wordclasses
 CBOW="$WC features.word_classes.architecture=cbow"
 ONE="trainer.processes=1 threads=1"   # one core a run
-WANT=" ${*:-first crf kt kt_nbest seeds seeds_more brown brown_prefixes vectors} "
+WANT=" ${*:-first crf kt kt_nbest seeds seeds_more brown brown_prefixes vectors brown_more crf_brown timing} "
 want() { [[ "$WANT" == *" $1 "* ]]; }
 
 run() {  # run NAME OVERRIDES...
@@ -124,4 +125,23 @@ if want vectors; then
       run local_wc_cbow_bigram100_d${d}_seed$seed +experiment=conll03_local $CBOW features.word_classes.vector_size=$d "$BIGRAM100" $ONE seed=$seed
     done
   done
+fi
+# Brown clusters (m = 1000) beside the CBOW classes for the other learners: the main job's setting
+# (the proposed algorithm) and the margin perceptron, three seeds; the CRF, one run (deterministic)
+if want brown_more; then
+  for seed in 0 1 2; do
+    run nonlocal_wc_cbow_bc1000_seed$seed +experiment=conll03_nonlocal $CBOW features.word_classes.brown=1000 $ONE seed=$seed
+    run margin_wc_cbow_bigram100_bc1000_seed$seed +experiment=conll03_local learner=margin $CBOW features.word_classes.brown=1000 "$BIGRAM100" $ONE seed=$seed
+  done
+fi
+if want crf_brown; then
+  C="+experiment=conll03_crf learner.sigma2=13 trainer.progress=false write_predictions=False save_model=False $ONE"
+  run crf_wc_cbow_bigram100_bc1000_seed0 $C $CBOW features.word_classes.brown=1000 "$BIGRAM100" seed=0
+fi
+# the training time with and without word classes, back to back on one core of the same machine
+# (the runs above ran under changing load); the F1 must equal local_seed0's and
+# local_wc_cbow_bigram100_bc1000_seed0's (the runs are deterministic)
+if want timing; then
+  run timing_local_seed0 +experiment=conll03_local $ONE seed=0
+  run timing_local_wc_cbow_bigram100_bc1000_seed0 +experiment=conll03_local $CBOW features.word_classes.brown=1000 "$BIGRAM100" $ONE seed=0
 fi

@@ -43,6 +43,19 @@ ROWS = [  # (run folder, label)
         RUNS / "kt_auto_wc_cbow_seed0",
         "Proposed, non-local, our tagger's columns + word classes (CBOW)",
     ),
+    (RUNS / "local_bc1000_seed0", "Averaged perceptron, local features + Brown clusters"),
+    (
+        RUNS / "local_wc_cbow_bigram100_bc1000_seed0",
+        "Averaged perceptron, local features + word classes (CBOW) + wc100 bigrams + Brown",
+    ),
+    (
+        RUNS / "nonlocal_wc_cbow_bc1000_seed0",
+        "Proposed, non-local + word classes (CBOW) + Brown",
+    ),
+    (
+        RUNS / "crf_wc_cbow_bigram100_bc1000_seed0",
+        "CRF, local features + word classes (CBOW) + wc100 bigrams + Brown",
+    ),
 ]
 SEED_GROUPS = {  # runs/<group>_seed<N>: label (the ablations over seeds)
     "local": "Averaged perceptron, local features",
@@ -64,6 +77,12 @@ SEED_GROUPS = {  # runs/<group>_seed<N>: label (the ablations over seeds)
     ),
     "local_wc_cbow_bigram100_bc1000": (
         "Averaged perceptron, local + CBOW word classes + wc100 bigrams + Brown (m = 1000)"
+    ),
+    "margin_wc_cbow_bigram100_bc1000": (
+        "Margin perceptron (C = 1414), local + CBOW word classes + wc100 bigrams + Brown (m = 1000)"
+    ),
+    "nonlocal_wc_cbow_bc1000": (
+        "Proposed, non-local (the main job's setting) + word classes (CBOW) + Brown (m = 1000)"
     ),
     "local_wc_cbow_bigram100_d50": (
         "Averaged perceptron, local + CBOW word classes (50-dim. vectors) + wc100 bigrams"
@@ -91,11 +110,13 @@ LOCAL_CHOICES = [
 SUMMARY = [
     ("Averaged perceptron, local features", (RUNS, "local_seed*"), LOCAL_CHOICES),
     ("Margin perceptron (C = 1414), local features", (RUNS, "margin_seed*"),
-     (RUNS, "margin_wc_cbow_seed*")),
+     [(RUNS, "margin_wc_cbow_seed*"), (RUNS, "margin_wc_cbow_bigram100_bc1000_seed*")]),
     ("CRF (L-BFGS, sigma2 = 13, to CRF++'s rule), local features; deterministic, one run",
-     (RUNS, "crf_seed*"), (RUNS, "crf_wc_cbow_seed*")),
+     (RUNS, "crf_seed*"),
+     [(RUNS, "crf_wc_cbow_seed*"), (RUNS, "crf_wc_cbow_bigram100_bc1000_seed*")]),
     ("Proposed (n = 20, n' = 100), the main job's setting (CoNLL's POS and chunk columns)",
-     (KAZAMA / "external", "proposed_C1000_seed*"), (RUNS, "nonlocal_wc_cbow_seed*")),
+     (KAZAMA / "external", "proposed_C1000_seed*"),
+     [(RUNS, "nonlocal_wc_cbow_seed*"), (RUNS, "nonlocal_wc_cbow_bc1000_seed*")]),
     ("Proposed (n = 20, n' = 100), the main job's setting on our tagger's POS and chunk columns",
      (RUNS, "kt_auto_seed*"), (RUNS, "kt_auto_wc_cbow_seed*")),
 ]  # fmt: skip
@@ -115,10 +136,11 @@ def _group(spec: tuple[Path, str]) -> list[Path]:
     return sorted(p for p in folder.glob(pattern) if (p / "results.json").is_file())
 
 
-def dev_chosen(specs: list[tuple[Path, str]], seeds: int = 3) -> tuple[Path, str]:
-    """Of the groups with ``seeds`` runs or more, the one with the highest mean dev F1."""
-    full = [spec for spec in specs if len(_group(spec)) >= seeds]
-    if not full:
+def dev_chosen(specs: list[tuple[Path, str]]) -> tuple[Path, str]:
+    """Of the groups with the most runs (seeds), the one with the highest mean dev F1."""
+    most = max(len(_group(spec)) for spec in specs)
+    full = [spec for spec in specs if len(_group(spec)) == most]
+    if not most:
         return specs[0]
     return max(full, key=lambda spec: statistics.mean(_f1s(r)[0] for r in _group(spec)))
 

@@ -8,7 +8,8 @@ CoNLL-2003 is (``tokens``):
 - k-means clusters of word2vec vectors at several granularities (Mikolov et al. 2013; Guo et al.
   2014): ``vectors.py``, attributes ``wc<k>``;
 - Brown clusters, bit-string paths in a merge tree, used as prefixes of several lengths (Brown
-  et al. 1992; Liang 2005; Turian et al. 2010): ``brown.py``, attributes ``bc<p>``.
+  et al. 1992; Liang 2005; Turian et al. 2010): ``brown.py`` (the merges compiled in
+  ``brown_merges.py``), attributes ``bc<p>``.
 
 ``store.py`` keeps each built family as a small file in a cache folder keyed by its settings
 and the inputs' sha256s; ``table.WordClasses`` turns tokens into attribute columns.  The feature
