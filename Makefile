@@ -34,14 +34,14 @@ setup: $(STAMP) ## Create .venv and install structperc with its dev tools
 TAGGER := runs/tagchunk
 MAIN_RUN := runs/main
 
-# The main job's word classes (issue 34: k-means of CBOW vectors of the data folder's unlabeled
-# text, experiments/wordclasses/): shipped as derived files, unpacked into the classes' cache,
-# where a run finds them by their keys (without them, or with other library versions, a run
-# builds them again: ~5 min)
+# The main job's word classes (issue 34: k-means of CBOW vectors and Brown clusters, m = 1000, of
+# the data folder's unlabeled text, experiments/wordclasses/): shipped as derived files, unpacked
+# into the classes' cache, where a run finds them by their keys (without them, or with other
+# library versions, a run builds them again: ~5 min for the vectors, ~48 min for Brown)
 WC_CACHE := .cache/wordclasses
 WC_SHIPPED := experiments/wordclasses/classes
 WC_FILES := $(patsubst $(WC_SHIPPED)/%.gz,$(WC_CACHE)/%,$(wildcard $(WC_SHIPPED)/*.json.gz))
-MAIN_FEATURES := features=kazama_wordclasses features.word_classes.architecture=cbow
+MAIN_FEATURES := features=kazama_wordclasses features.word_classes.architecture=cbow features.word_classes.brown=1000
 
 run: $(STAMP) $(TAGGER)/results.json $(WC_FILES) ## The main job: Kazama & Torisawa's proposed algorithm with non-local features and word classes on CoNLL-2003, into runs/main (with the column tagger: make tagger)
 	$(PY) -m structperc.run +experiment=conll03_nonlocal $(MAIN_FEATURES) features.tagger=$(TAGGER) hydra.run.dir=$(MAIN_RUN)

@@ -57,13 +57,14 @@ def test_make_run_makes_the_tagger_first_and_gives_it_to_the_main_job(tmp_path):
     lines = make_dry_run("run", tmp_path, **folders).splitlines()
     assert "+experiment=conll00_tagchunk" in lines[0]  # absent: trained first
     shipped = sorted((ROOT / "experiments" / "wordclasses" / "classes").glob("*.json.gz"))
-    assert len(shipped) == 3  # the word classes unpacked into their cache
-    assert [line.split("gunzip -c ")[1].split()[0] for line in lines[1:4]] == [
+    assert len(shipped) == 4  # the word classes unpacked into their cache
+    assert [line.split("gunzip -c ")[1].split()[0] for line in lines[1:5]] == [
         str(p.relative_to(ROOT)) for p in shipped
     ]
-    assert lines[4].endswith(
+    assert lines[5].endswith(
         "+experiment=conll03_nonlocal features=kazama_wordclasses "
-        f"features.word_classes.architecture=cbow features.tagger={tagger} "
+        "features.word_classes.architecture=cbow features.word_classes.brown=1000 "
+        f"features.tagger={tagger} "
         f"hydra.run.dir={tmp_path / 'main'}"
     )
     tagger.mkdir()

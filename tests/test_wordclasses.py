@@ -25,6 +25,7 @@ from structperc.wordclasses import (  # noqa: E402
     WordClasses,
     WordClassSettings,
     conll_tokens,
+    identity,
     load_word_classes,
     store,  # noqa: E402
 )
@@ -108,6 +109,28 @@ def test_unlabeled_folder_has_its_corpora(data_dir):
     assert [p.name for p in corpus_files(folder, ["reuters21578"])] == ["reuters21578.txt.gz"]
     with pytest.raises(ValueError, match="no nosuch in"):
         corpus_files(folder, ["nosuch"])
+
+
+@pytest.mark.realdata
+def test_the_shipped_classes_are_those_the_main_job_names(data_dir):
+    """``make run`` unpacks experiments/wordclasses/classes/ into the cache: each family file its
+    settings name must be there under the same key, or the run would build it again (word2vec
+    ~5 min, Brown m = 1000 ~48 min)."""
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    folder = data_dir / "unlabeled"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is absent (issue 34's unlabeled text)")
+    (main_features,) = re.findall(r"^MAIN_FEATURES := (.+)$", (root / "Makefile").read_text(), re.M)
+    cfg = compose_config(["+experiment=conll03_nonlocal", *main_features.split()])
+    settings = dict(cfg.features.word_classes) | {"dir": str(folder)}
+    names = {
+        f"{n}-{key}.json.gz" for n, key in identity(WordClassSettings.from_config(settings)).items()
+    }
+    names.discard(next((n for n in names if n.startswith("vectors-")), None))  # not needed
+    shipped = {p.name for p in (root / "experiments" / "wordclasses" / "classes").glob("*.gz")}
+    assert names <= shipped, f"not shipped: {sorted(names - shipped)}"
 
 
 # ------------------------------------------------------------------------------------------
