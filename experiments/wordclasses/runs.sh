@@ -6,7 +6,8 @@
 # groups: first (the first measurements), crf, kt (Kazama & Torisawa's best setting on our own
 # POS and chunk columns), kt_nbest (its n' up to 6400), seeds and seeds_more (ablations over seeds
 # 1-2), brown, brown_prefixes, brown_more and crf_brown (Brown clusters, m = 1000; ~48 min to
-# cluster, once), vectors (the vector size), timing (with and without classes, back to back)
+# cluster, once; kt_brown: on our columns), vectors (the vector size), timing (with and without
+# classes, back to back)
 #   python experiments/wordclasses/table.py --readme experiments/wordclasses/README.md
 set -euo pipefail
 PY=${PY:-.venv/bin/python}
@@ -14,7 +15,7 @@ R=experiments/wordclasses/runs
 WC=features=kazama_wordclasses
 CBOW="$WC features.word_classes.architecture=cbow"
 ONE="trainer.processes=1 threads=1"   # one core a run
-WANT=" ${*:-first crf kt kt_nbest seeds seeds_more brown brown_prefixes vectors brown_more crf_brown timing} "
+WANT=" ${*:-first crf kt kt_nbest seeds seeds_more brown brown_prefixes vectors brown_more crf_brown timing kt_brown} "
 want() { [[ "$WANT" == *" $1 "* ]]; }
 
 run() {  # run NAME OVERRIDES...
@@ -144,4 +145,10 @@ fi
 if want timing; then
   run timing_local_seed0 +experiment=conll03_local $ONE seed=0
   run timing_local_wc_cbow_bigram100_bc1000_seed0 +experiment=conll03_local $CBOW features.word_classes.brown=1000 "$BIGRAM100" $ONE seed=0
+fi
+# Kazama & Torisawa's setting on our columns with the main job's classes (CBOW + Brown)
+if want kt_brown; then
+  for seed in 0 1 2; do
+    run kt_auto_wc_cbow_bc1000_seed$seed $KT $CBOW features.word_classes.brown=1000 seed=$seed
+  done
 fi

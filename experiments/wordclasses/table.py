@@ -56,6 +56,11 @@ ROWS = [  # (run folder, label)
         RUNS / "crf_wc_cbow_bigram100_bc1000_seed0",
         "CRF, local features + word classes (CBOW) + wc100 bigrams + Brown",
     ),
+    (RUNS / "timing_local_seed0", "Timing: averaged perceptron, local features"),
+    (
+        RUNS / "timing_local_wc_cbow_bigram100_bc1000_seed0",
+        "Timing: the same + word classes (CBOW) + wc100 bigrams + Brown, right after it",
+    ),
 ]
 SEED_GROUPS = {  # runs/<group>_seed<N>: label (the ablations over seeds)
     "local": "Averaged perceptron, local features",
@@ -80,6 +85,9 @@ SEED_GROUPS = {  # runs/<group>_seed<N>: label (the ablations over seeds)
     ),
     "margin_wc_cbow_bigram100_bc1000": (
         "Margin perceptron (C = 1414), local + CBOW word classes + wc100 bigrams + Brown (m = 1000)"
+    ),
+    "kt_auto_wc_cbow_bc1000": (
+        "Proposed, non-local, our tagger's columns + word classes (CBOW) + Brown (m = 1000)"
     ),
     "nonlocal_wc_cbow_bc1000": (
         "Proposed, non-local (the main job's setting) + word classes (CBOW) + Brown (m = 1000)"
@@ -118,7 +126,8 @@ SUMMARY = [
      (KAZAMA / "external", "proposed_C1000_seed*"),
      [(RUNS, "nonlocal_wc_cbow_seed*"), (RUNS, "nonlocal_wc_cbow_bc1000_seed*")]),
     ("Proposed (n = 20, n' = 100), the main job's setting on our tagger's POS and chunk columns",
-     (RUNS, "kt_auto_seed*"), (RUNS, "kt_auto_wc_cbow_seed*")),
+     (RUNS, "kt_auto_seed*"),
+     [(RUNS, "kt_auto_wc_cbow_seed*"), (RUNS, "kt_auto_wc_cbow_bc1000_seed*")]),
 ]  # fmt: skip
 PAPERS = [  # test F1 of the references the issue names
     ("Kazama & Torisawa 2007, proposed, CoNLL's columns (n' = 100)", "86.30"),
