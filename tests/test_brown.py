@@ -110,7 +110,7 @@ def test_bigram_tables_count_within_sentences_only():
     text = [["x", "y", "x"], ["y", "z"], ["x", "rare", "y"]]
     words, counts = vocabulary(text, 2)
     assert words == ["x", "y"] and counts.tolist() == [3, 3]
-    r_ptr, r_word, r_count, l_ptr, l_word, l_count = bigram_tables(text, words)
+    (r_ptr, r_word, r_count), (l_ptr, l_word, _) = bigram_tables(text, words)
     right = {
         (w, int(r_word[k])): r_count[k] for w in range(2) for k in range(r_ptr[w], r_ptr[w + 1])
     }

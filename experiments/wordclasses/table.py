@@ -147,11 +147,12 @@ def _group(spec: tuple[Path, str]) -> list[Path]:
 
 def dev_chosen(specs: list[tuple[Path, str]]) -> tuple[Path, str]:
     """Of the groups with the most runs (seeds), the one with the highest mean dev F1."""
-    most = max(len(_group(spec)) for spec in specs)
-    full = [spec for spec in specs if len(_group(spec)) == most]
+    groups = [(spec, _group(spec)) for spec in specs]
+    most = max(len(runs) for _, runs in groups)
     if not most:
         return specs[0]
-    return max(full, key=lambda spec: statistics.mean(_f1s(r)[0] for r in _group(spec)))
+    full = [(spec, runs) for spec, runs in groups if len(runs) == most]
+    return max(full, key=lambda g: statistics.mean(_f1s(r)[0] for r in g[1]))[0]
 
 
 def summary_table() -> str:

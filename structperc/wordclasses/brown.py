@@ -47,12 +47,12 @@ def vocabulary(sentences: Sequence[Sequence[str]], min_count: int) -> tuple[list
     return words, np.array([counts[w] for w in words], dtype=np.float64)
 
 
-def bigram_tables(
-    sentences: Sequence[Sequence[str]], words: Sequence[str]
-) -> tuple[np.ndarray, ...]:
-    """The bigram counts of adjacent vocabulary words as two CSR tables over word ranks:
-    (right_ptr, right_word, right_count) lists the words that follow each word,
-    (left_ptr, left_word, left_count) those that precede it."""
+Table = tuple[np.ndarray, np.ndarray, np.ndarray]  # CSR: ptr (V+1,), word (E,), count (E,)
+
+
+def bigram_tables(sentences: Sequence[Sequence[str]], words: Sequence[str]) -> tuple[Table, Table]:
+    """The bigram counts of adjacent vocabulary words as two CSR tables over word ranks: ``right``
+    lists the words that follow each word, ``left`` those that precede it."""
     rank = {w: i for i, w in enumerate(words)}
     size = len(words)
     ids = np.fromiter(
@@ -64,13 +64,13 @@ def bigram_tables(
     codes, counts = np.unique(first[keep] * size + second[keep], return_counts=True)
     left_word, right_word = codes // size, codes % size
 
-    def csr(rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, ...]:
+    def csr(rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> Table:
         order = np.lexsort((cols, rows))
         ptr = np.zeros(size + 1, dtype=np.int64)
         np.cumsum(np.bincount(rows, minlength=size), out=ptr[1:])
         return ptr, cols[order].astype(np.int64), values[order].astype(np.float64)
 
-    return (*csr(left_word, right_word, counts), *csr(right_word, left_word, counts))
+    return csr(left_word, right_word, counts), csr(right_word, left_word, counts)
 
 
 def tree_paths(merges: np.ndarray, leaves: Sequence[int]) -> dict[int, str]:
@@ -117,7 +117,7 @@ def brown_paths(
             f"features.word_classes.brown={clusters} clusters, but only "
             f"{len(words)} words are seen {min_count} times or more"
         )
-    tables = bigram_tables(sentences, words)
+    right, left = bigram_tables(sentences, words)
     slots = clusters + 1
     word_slot = np.full(len(words), -1, dtype=np.int64)
     n2 = np.zeros((slots, slots))  # bigram counts between active clusters
@@ -133,7 +133,7 @@ def brown_paths(
     ) as pb:
         for first in range(0, len(words), CHUNK):
             stop = min(first + CHUNK, len(words))
-            run_words(counts, tables[:3], tables[3:], clusters, first, stop, state)
+            run_words(counts, right, left, clusters, first, stop, state)
             pb.update(stop - first)
             if time.perf_counter() - reported > REPORT_SECONDS:
                 reported = time.perf_counter()

@@ -157,8 +157,11 @@ def _enter(word, slot, counts, right, left, state):
 def _merge(a, b, state):
     """Cluster b joins cluster a (a < b); slot b is freed."""
     word_slot, n2, q, log_pair, cnt, logc, loss, active = state
+    # − g(c, d; a) − g(c, d; b) for the pairs apart from a and b (those of a are computed whole
+    # below, those of b are dropped)
+    active[b] = False
     _add_to_losses(n2, q, log_pair, logc, loss, active, a, -1.0)
-    active[a] = False  # (the pairs of a are computed whole below)
+    active[a], active[b] = False, True
     _add_to_losses(n2, q, log_pair, logc, loss, active, b, -1.0)
     active[a] = True
     n2[a, :] += n2[b, :]
