@@ -52,7 +52,8 @@ def test_scan_by_hand():
     """Two positions, two labels: log Z = logsumexp over the four pairs; the marginals are the
     pairs' probabilities; the gradient is scaled by the upstream g."""
     e = torch.tensor([[[[0.0, 1.0], [2.0, 3.0]]]], dtype=torch.float64)  # [1, 1, 2(to), 2(from)]
-    logz, saved = forward_scan(e, torch.tensor([2]))
+    logz, underflow, saved = forward_scan(e, torch.tensor([2]))
+    assert not bool(underflow.any())
     assert float(logz[0]) == pytest.approx(float(torch.logsumexp(e.view(-1), 0)), abs=1e-14)
     mu = backward_scan(torch.tensor([2.0], dtype=torch.float64), saved)
     torch.testing.assert_close(mu, 2.0 * torch.softmax(e.view(-1), 0).view(1, 1, 2, 2))

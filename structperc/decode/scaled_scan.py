@@ -14,7 +14,10 @@ point a term is lost only if it falls below the smallest normal number relative 
 (e^-708 in float64), i.e. only terms that are negligible in the sum anyway, unless the scores
 spread by hundreds of nats within one L x L block.  A result that underflows entirely is clamped
 to log(tiny) (gradient 0) instead of -inf, so gradients stay finite.  Use float64 potentials
-(``CRF(dtype="float64")``).
+(``CRF(dtype="float64")``).  An entry below ``underflow.RESCUE`` whose largest term lies above
+NEG / 2 (a real term, not one of the log-semiring's zeros: padding, forbidden transitions) marks
+its chain as lost, and ``ScaledLinearChain`` scans the chains so marked again exactly in log
+space (``underflow.py``).
 
 The backward is written out (``scaled_product_backward``) instead of autograd's chain through
 ``exp``, ``matmul``, ``clamp``, ``log`` and ``add``: with c = log P + a* + b* and upstream g,
@@ -61,6 +64,8 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 from torch_struct import LinearChain, LogSemiring
 
+from structperc.decode.underflow import RESCUE, log_scan_rows, with_exact_rows
+
 NEG = -1e5  # torch-struct's log-semiring zero (``LogSemiring.zero_``; -1e5, not -inf)
 
 
@@ -106,13 +111,36 @@ class _ScaledProduct(torch.autograd.Function):
         return ga, gb
 
 
+def lost_chains(a: Tensor, b: Tensor, prod: Tensor) -> Tensor | None:
+    """The chains (dimension 1 of a [S, B, n, L, L], b and ``prod`` = E_a E_b) with an entry of
+    the product below ``RESCUE`` whose largest term, relative to the maxima the product shifted
+    by, is a real score (above NEG / 2): its sum may have lost terms to underflow.  [B] bool,
+    or None when no entry is that small (the usual case: nothing more is computed)."""
+    small = prod < RESCUE
+    if not bool(small.any()):
+        return None
+    s, r, k, i, j = small.nonzero(as_tuple=True)  # [M] each
+    rows_a = a[s, r, k, i, :]  # [M, L]: a[i, :]
+    cols_b = b[s, r, k, :, j]  # [M, L]: b[:, j]
+    largest = (rows_a + cols_b).amax(dim=-1) - rows_a.amax(dim=-1) - cols_b.amax(dim=-1)  # [M]
+    lost = torch.zeros(a.shape[1], dtype=torch.bool, device=a.device)
+    lost[r[largest > NEG / 2]] = True
+    return lost
+
+
 class _PairProduct(torch.autograd.Function):
     """chart [S, B, n, L, L] -> [S, B, n/2, L, L]: out[.., k] = chart[.., 2k+1] (x) chart[.., 2k],
-    one step of torch-struct's linear-chain scan; n even."""
+    one step of torch-struct's linear-chain scan; n even.  ``lost`` [B] bool: set where a chain
+    lost a product to underflow (``lost_chains``)."""
 
     @staticmethod
-    def forward(ctx, chart: Tensor) -> Tensor:
-        c, saved = scaled_product(chart[:, :, 1::2], chart[:, :, 0::2])
+    def forward(ctx, chart: Tensor, lost: Tensor | None) -> Tensor:
+        a, b = chart[:, :, 1::2], chart[:, :, 0::2]
+        c, saved = scaled_product(a, b)
+        if lost is not None:
+            more = lost_chains(a, b, saved[2])
+            if more is not None:
+                lost |= more
         ctx.save_for_backward(*saved)
         ctx.chart_shape = chart.shape
         return c
@@ -124,12 +152,14 @@ class _PairProduct(torch.autograd.Function):
         # tensor of that shape for each and add them
         grad = g.new_empty(ctx.chart_shape)
         scaled_product_backward(g, ctx.saved_tensors, grad[:, :, 1::2], grad[:, :, 0::2])
-        return grad
+        return grad, None
 
 
-def pair_product(chart: Tensor) -> Tensor:
-    """[S, B, n, L, L] -> [S, B, n/2, L, L]: each odd position times the even one before it."""
-    return _PairProduct.apply(chart)
+def pair_product(chart: Tensor, lost: Tensor | None = None) -> Tensor:
+    """[S, B, n, L, L] -> [S, B, n/2, L, L]: each odd position times the even one before it;
+    ``lost`` [B] bool (if given) marks the chains that lost a product to underflow
+    (``lost_chains``)."""
+    return _PairProduct.apply(chart, lost)
 
 
 class ScaledLogSemiring(LogSemiring):
@@ -149,7 +179,8 @@ class ScaledLogSemiring(LogSemiring):
 class ScaledLinearChain(LinearChain):
     """torch-struct's ``LinearChain`` whose ``logpartition`` skips the chart's logaddexp
     initialisation and scans with ``pair_product`` (module docstring); the scaled log semiring's
-    products whatever ``semiring`` of size 1 it is given (its ``sum`` is used for the last step)."""
+    products whatever ``semiring`` of size 1 it is given (its ``sum`` is used for the last step).
+    Chains that lost a product to underflow are scanned again exactly (``underflow.py``)."""
 
     def logpartition(self, log_potentials, lengths=None, force_grad=False):
         semiring = self.semiring
@@ -163,7 +194,9 @@ class ScaledLinearChain(LinearChain):
             chart = torch.nn.functional.pad(edges, (0, 0, 0, 0, 0, bin_N - (N - 1)))
             pad = torch.arange(bin_N, device=edges.device) >= (lengths - 1).view(batch, 1)
             chart = torch.where(pad.view(1, batch, bin_N, 1, 1), eye, chart)  # [1, B, bin_N, C, C]
+        lost = torch.zeros(batch, dtype=torch.bool, device=edges.device)
         for _ in range(log_N):
-            chart = pair_product(chart)
+            chart = pair_product(chart, lost)
         v = semiring.sum(semiring.sum(chart[:, :, 0].contiguous()))  # [1, B]
-        return v, [edges]
+        v = with_exact_rows(v[0], lost, lambda rows: log_scan_rows(edges[0], lengths, rows))
+        return v.unsqueeze(0), [edges]

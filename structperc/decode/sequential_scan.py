@@ -24,8 +24,9 @@ a_n . b_n = 1 at every position and the edge marginals (the gradient of log Z, t
 
 The shift m_n cancels in mu (its gradient is zero).  In floating point a product is lost only if
 the scores of one L x L edge matrix spread by more than ~708 nats (float64; 87 in float32), the
-same bound as ``scaled_scan.ScaledLogSemiring``'s; a scale factor that underflows entirely is
-clamped to the smallest normal number so that nothing becomes NaN.  Positions past a chain's
+same bound as ``scaled_scan.ScaledLogSemiring``'s; a chain whose scale factor falls below
+``underflow.RESCUE`` is reported (its factors set to 1 so that nothing becomes NaN), and
+``SequentialLinearChain`` scans it again exactly in log space.  Positions past a chain's
 length are skipped: their scale factors do not enter log Z, their backward vectors are reset to
 1 and their marginals are 0.
 
@@ -42,6 +43,8 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 from torch_struct import LinearChain, LogSemiring
+
+from structperc.decode.underflow import RESCUE, log_scan_rows, with_exact_rows
 
 
 class Workspace:
@@ -74,8 +77,9 @@ class Workspace:
 
 def forward_scan(
     edges: Tensor, lengths: Tensor, workspace: Workspace | None = None
-) -> tuple[Tensor, tuple[Tensor, Tensor, Tensor, Tensor]]:
-    """log Z [B] of edges [B, K, L, L] (to, from), K = N - 1, lengths [B] in 2..N; and what the
+) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor, Tensor, Tensor]]:
+    """log Z [B] of edges [B, K, L, L] (to, from), K = N - 1, lengths [B] in 2..N; the chains
+    whose scale factors underflowed [B] bool (module docstring); and what the
     backward pass needs: P [K, B, L, L] (time-major; each matrix stored as the edges store theirs,
     (to, from) or transposed), the forward vectors a [N, B, L, 1], the scale factors
     c [N, B, 1, 1] and the real-edge mask [K, B] (module docstring); ``workspace``: where P, a
@@ -88,7 +92,6 @@ def forward_scan(
     P = ws.like("P", time_major)  # in the edges' memory layout: (to, from) or its transpose
     torch.sub(time_major, shift.view(K, B, 1, 1), out=P)
     P.exp_()
-    tiny = torch.finfo(edges.dtype).tiny
     a = ws.empty("a", (K + 1, B, L, 1), edges)
     c = ws.empty("c", (K + 1, B, 1, 1), edges).fill_(1.0)
     a[0] = 1.0 / L
@@ -97,11 +100,16 @@ def forward_scan(
         torch.bmm(P[n], a[n], out=nxt)
         cn = c[n + 1]
         torch.sum(nxt, dim=1, keepdim=True, out=cn)
-        cn.clamp_min_(tiny)
         nxt.div_(cn)
+    under = ~(c[1:].view(K, B) >= RESCUE) & real  # [K, B]
+    underflow = under.any(dim=0)  # [B]
+    if bool(underflow.any()):  # those chains are scanned again: keep theirs finite
+        lost = underflow.view(1, B, 1, 1)
+        c.masked_fill_(lost, 1.0)
+        a.masked_fill_(lost, 1.0 / L)
     log_c = c[1:].view(K, B).log() + shift  # [K, B]
     logz = log_c.masked_fill_(~real, 0.0).sum(dim=0) + math.log(L)  # [B]
-    return logz, (P, a, c, real)
+    return logz, underflow, (P, a, c, real)
 
 
 def backward_scan(
@@ -130,19 +138,21 @@ def backward_scan(
 
 class _ForwardBackward(torch.autograd.Function):
     """log Z [1, B] of torch-struct's converted edges [1, B, K, L, L] (to, from) by
-    ``forward_scan``; gradient: the marginals.  (The semiring's dimension is indexed inside:
-    autograd's backward of a ``select`` would fill a zero tensor of the edges' size.)"""
+    ``forward_scan``, and the chains that underflowed [B] bool; gradient: the marginals.
+    (The semiring's dimension is indexed inside: autograd's backward of a ``select`` would fill
+    a zero tensor of the edges' size.)"""
 
     @staticmethod
-    def forward(ctx, edges: Tensor, lengths: Tensor, workspace: Workspace | None) -> Tensor:
-        logz, saved = forward_scan(edges.detach()[0], lengths, workspace)
+    def forward(ctx, edges: Tensor, lengths: Tensor, workspace: Workspace | None):
+        logz, underflow, saved = forward_scan(edges.detach()[0], lengths, workspace)
         ctx.save_for_backward(*saved)
         ctx.workspace = workspace
-        return logz.unsqueeze(0)
+        ctx.mark_non_differentiable(underflow)
+        return logz.unsqueeze(0), underflow
 
     @staticmethod
     @once_differentiable  # (torch-struct's marginals ask for create_graph; no second order)
-    def backward(ctx, g: Tensor) -> tuple[Tensor, None, None]:
+    def backward(ctx, g: Tensor, _) -> tuple[Tensor, None, None]:
         mu = backward_scan(g[0], ctx.saved_tensors, ctx.workspace)
         return mu.unsqueeze(0), None, None
 
@@ -151,7 +161,8 @@ class SequentialLinearChain(LinearChain):
     """torch-struct's ``LinearChain`` whose ``logpartition`` is the scaled forward algorithm
     (module docstring): log Z and, through its backward pass, the marginals of the log semiring,
     whatever semiring of size 1 it is given.  ``workspace``: buffers reused from one call to
-    the next (``Workspace``; the CRF's objective), else fresh tensors every call."""
+    the next (``Workspace``; the CRF's objective), else fresh tensors every call.  Chains
+    whose scale factors underflowed are scanned again exactly (``underflow.py``)."""
 
     def __init__(self, semiring=LogSemiring, workspace: Workspace | None = None):
         super().__init__(semiring)
@@ -160,5 +171,7 @@ class SequentialLinearChain(LinearChain):
     def logpartition(self, log_potentials, lengths=None, force_grad=False):
         edges, batch, N, C, lengths = self._check_potentials(log_potentials, lengths)
         # edges [1, B, N-1, C, C] (to, from)
-        logz = _ForwardBackward.apply(edges, lengths.to(edges.device), self.workspace)  # [1, B]
-        return logz, [edges]
+        lengths = lengths.to(edges.device)
+        logz, underflow = _ForwardBackward.apply(edges, lengths, self.workspace)  # [1, B], [B]
+        logz = with_exact_rows(logz[0], underflow, lambda r: log_scan_rows(edges[0], lengths, r))
+        return logz.unsqueeze(0), [edges]

@@ -22,7 +22,9 @@ b_{t-1} = P (e_t * b_t) / c_t (first t: the sum of e_t * b_t / c_t in every entr
     d log Z / d S[t, j] = a_t[j] b_t[j]                        (the node marginals),
     d log Z / d A[i, j] = sum_{t with a transition} a_{t-1}[i] P[i, j] e_t[j] b_t[j] / c_t.
 
-Positions past a row's length are skipped (their marginals are 0).  ``tests/test_decode_
+Positions past a row's length are skipped (their marginals are 0).  A row whose c_t falls
+below ``underflow.RESCUE`` (products lost to underflow: huge weights) is scanned again exactly
+in log space (``underflow.log_shared_transition``).  ``tests/test_decode_
 transition_scan.py`` compares log Z and both gradients with torch-struct's scan of the same
 edge potentials (``crf/edges.py``: ``transition_log_potentials``) and with enumeration.
 """
@@ -33,12 +35,14 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-TINY = torch.finfo(torch.float64).tiny
+from structperc.decode.underflow import RESCUE, log_shared_transition, with_exact_rows
 
 
 class SharedTransitionChain(torch.autograd.Function):
     """log Z [B] of ``node`` [B, T, L] (padded), ``transition`` [L, L] (from, to), ``lengths``
-    [B] and ``first`` [B, T] bool (a document starts there; position 0 always does).
+    [B] and ``first`` [B, T] bool (a document starts there; position 0 always does), and
+    which rows underflowed [B] bool (their log Z is not to be used; their c_t are set to 1 so
+    that their gradients stay finite).
 
     The rows are scanned longest first and time-major, so that the rows still running at
     position t are the first ``running[t]`` ones: every step works on a prefix, no masks.
@@ -59,6 +63,7 @@ class SharedTransitionChain(torch.autograd.Function):
         alphas = node.new_zeros(T, B, L)
         scales = node.new_ones(T, B)
         log_z = node.new_zeros(B)
+        lost = torch.zeros(B, dtype=torch.bool, device=node.device)  # in the scan's order
         for t in range(T):
             n = running[t]
             if n == 0:
@@ -71,7 +76,11 @@ class SharedTransitionChain(torch.autograd.Function):
                     starts[t, :n, None], previous.sum(dim=1, keepdim=True), previous @ P
                 )
                 a = step * e[t, :n]
-            c = a.sum(dim=1).clamp_min(TINY)  # [n]
+            c = a.sum(dim=1)  # [n]
+            under = ~(c >= RESCUE)
+            if bool(under.any()):
+                lost[:n] |= under
+                c = torch.where(under, 1.0, c)
             alphas[t, :n] = a / c.unsqueeze(1)
             scales[t, :n] = c
             log_z[:n] += c.log() + m[t, :n]
@@ -81,11 +90,14 @@ class SharedTransitionChain(torch.autograd.Function):
         ctx.running = running
         out = torch.empty_like(log_z)
         out[order] = log_z
-        return out
+        underflow = torch.empty_like(lost)
+        underflow[order] = lost
+        ctx.mark_non_differentiable(underflow)
+        return out, underflow
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad: Tensor):
+    def backward(ctx, grad: Tensor, _):
         P, e, alphas, scales, starts, order = ctx.saved_tensors
         running = ctx.running
         T, B, L = alphas.shape
@@ -115,5 +127,11 @@ def shared_transition_log_partition(
     node: Tensor, transition: Tensor, lengths: Tensor, first: Tensor
 ) -> Tensor:
     """log Z [B] of rows of documents with one transition matrix (module docstring);
-    differentiable in ``node`` [B, T, L] and ``transition`` [L, L] (from, to)."""
-    return SharedTransitionChain.apply(node, transition, lengths, first)
+    differentiable in ``node`` [B, T, L] and ``transition`` [L, L] (from, to).  Rows whose
+    scaled scan underflowed are scanned again in log space (module docstring)."""
+    log_z, underflow = SharedTransitionChain.apply(node, transition, lengths, first)
+    return with_exact_rows(
+        log_z,
+        underflow,
+        lambda rows: log_shared_transition(node[rows], transition, lengths[rows], first[rows]),
+    )

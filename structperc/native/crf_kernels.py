@@ -15,6 +15,23 @@ beta_{t+1}(j) / c_{t+1}, so that p(y_t = j) = alpha_t(j) beta_t(j),
 p(y_{t-1} = i, y_t = j) = alpha_{t-1}(i) M[i, j] E_t(j) beta_t(j) / c_t and
 log Z = sum_t log c_t + sum_t m_t + (T - 1) max A.  Everything in float64.
 
+**When the scaled products underflow.**  The shifts m_t and max A are taken apart, so a product
+alpha_{t-1}(i) M[i, j] E_t(j) is below e^-708 (0 in float64) whenever the labels the forward
+vector holds and the labels token t prefers are joined only by transitions some 708 nats below
+the largest one: at an L-BFGS trial point with large weights (a transition of 749 beside ones
+near 0) every product of a step can underflow and c_t is exactly 0.  A normaliser below
+``RESCUE`` (1e-280; a lost product is then below 1e-308 / 1e-280 of the sum, negligible) sends
+the document to ``log_forward_backward``: the same quantities in log space,
+
+    la_0 = s_0,  la_t(j) = s_t(j) + logsumexp_i (la_{t-1}(i) + A[i, j]),
+    lb_{T-1} = 0,  lb_t(i) = logsumexp_j (A[i, j] + s_{t+1}(j) + lb_{t+1}(j)),
+    log Z = logsumexp_j la_{T-1}(j),  p(y_t = j) = exp(la_t(j) + lb_t(j) - log Z),
+    p(y_{t-1} = i, y_t = j) = exp(la_{t-1}(i) + A[i, j] + s_t(j) + lb_t(j) - log Z),
+
+exact at any weights (L^2 exponentials a token instead of L: only for such documents).  A
+document whose scores are not finite (infinite weights) gives a non-finite log Z, never an
+exception: the objective is then +inf or NaN, which the line search treats as a failed trial.
+
 The errors it counts are the tokens whose most probable label (the first maximum of the
 marginals) is not the gold one, as ``crf.objective.posterior_errors``.
 """
@@ -42,15 +59,113 @@ def exp_transitions(trans, scale):  # pragma: no cover - jit
     return M, top
 
 
+RESCUE = 1e-280  # a forward normaliser below this: the document is redone in log space
+
+
+@njit(cache=True)
+def log_sum_exp(x, n):  # pragma: no cover - jit
+    """log sum_k exp(x[k]) over the first n entries (-inf when all are -inf)."""
+    top = -np.inf
+    for k in range(n):
+        top = max(top, x[k])
+    if not top > -np.inf:
+        return top
+    total = 0.0
+    for k in range(n):
+        total += math.exp(x[k] - top)
+    return top + math.log(total)
+
+
+@njit(cache=True)
+def log_forward_backward(T, trans, scale, scores, E, alpha, beta, la, lb):  # pragma: no cover
+    """The log-space forward-backward of one document (module docstring) over the scaled
+    token scores scores[:T] (left as they are) and A = scale * trans: log Z; afterwards
+    alpha[t, j] = p(y_t = j), beta = 1, E[:T] = the token scores, la / lb the log forward and
+    backward tables (``pair_marginals`` reads them)."""
+    L = trans.shape[0]
+    work = np.empty(L)
+    for j in range(L):
+        la[0, j] = scores[0, j]
+    for t in range(1, T):
+        for j in range(L):
+            for i in range(L):
+                work[i] = la[t - 1, i] + scale * float(trans[i, j])
+            la[t, j] = scores[t, j] + log_sum_exp(work, L)
+    for j in range(L):
+        lb[T - 1, j] = 0.0
+    for t in range(T - 2, -1, -1):
+        for i in range(L):
+            for j in range(L):
+                work[j] = scale * float(trans[i, j]) + scores[t + 1, j] + lb[t + 1, j]
+            lb[t, i] = log_sum_exp(work, L)
+    for j in range(L):
+        work[j] = la[T - 1, j]
+    log_z = log_sum_exp(work, L)
+    for t in range(T):
+        for j in range(L):
+            alpha[t, j] = math.exp(la[t, j] + lb[t, j] - log_z)
+            beta[t, j] = 1.0
+            E[t, j] = scores[t, j]
+    return log_z
+
+
+@njit(cache=True)
+def add_pair_marginals(
+    t, in_log, log_z, trans, scale, M, E, alpha, beta, c, la, lb, out
+):  # pragma: no cover - jit
+    """out[i, j] += p(y_{t-1} = i, y_t = j), t >= 1, after ``forward_backward`` (which
+    returned log_z and in_log)."""
+    L = out.shape[0]
+    if in_log:
+        for i in range(L):
+            for j in range(L):
+                out[i, j] += math.exp(
+                    la[t - 1, i] + scale * float(trans[i, j]) + E[t, j] + lb[t, j] - log_z
+                )
+        return
+    for i in range(L):
+        a = alpha[t - 1, i] / c[t]
+        for j in range(L):
+            out[i, j] += a * M[i, j] * E[t, j] * beta[t, j]
+
+
+@njit(cache=True)
+def buffers(n, L):  # pragma: no cover - jit
+    """The per-document work arrays of ``forward_backward`` for documents of up to n tokens:
+    scores, E, alpha, beta [n, L], c [n], la, lb [n, L]."""
+    return (
+        np.empty((n, L)), np.empty((n, L)), np.empty((n, L)), np.empty((n, L)), np.empty(n),
+        np.empty((n, L)), np.empty((n, L)),
+    )  # fmt: skip
+
+
 @njit(cache=True)
 def forward_backward(
-    t0, T, ids, offsets, values, weighted, node, scale, M, scores, E, alpha, beta, c
+    t0,
+    T,
+    ids,
+    offsets,
+    values,
+    weighted,
+    node,
+    trans,
+    scale,
+    M,
+    top,
+    scores,
+    E,
+    alpha,
+    beta,
+    c,
+    la,
+    lb,
 ):  # pragma: no cover - jit
     """Token scores (scores[:T], of the weights scale * node), E, the normalised alpha and
-    beta of tokens t0..t0+T-1 and log Z less (T - 1) max A; afterwards
-    p(y_t = j) = alpha[t, j] beta[t, j]."""
+    beta of tokens t0..t0+T-1 (M, top = ``exp_transitions(trans, scale)``); returns (log Z,
+    whether it went to log space).  Afterwards p(y_t = j) = alpha[t, j] beta[t, j] and
+    ``pair_marginals`` gives the transitions' marginals."""
     L = node.shape[1]
-    log_z = 0.0
+    log_z = (T - 1) * top
     for t in range(T):
         for j in range(L):
             scores[t, j] = 0.0
@@ -79,6 +194,8 @@ def forward_backward(
                 a *= E[t, j]
             alpha[t, j] = a
             total_t += a
+        if not total_t >= RESCUE:  # products lost to underflow (or scores not finite)
+            return log_forward_backward(T, trans, scale, scores, E, alpha, beta, la, lb), True
         c[t] = total_t
         for j in range(L):
             alpha[t, j] /= total_t
@@ -91,7 +208,7 @@ def forward_backward(
             for j in range(L):
                 b += M[i, j] * E[t + 1, j] * beta[t + 1, j]
             beta[t, i] = b / c[t + 1]
-    return log_z
+    return log_z, False
 
 
 @njit(cache=True)
@@ -124,9 +241,7 @@ def nll_gradient(
     """sum_d nll_d and the posterior errors; the gradients are added into grad_node [F, L] and
     grad_trans [L, L] (float64, zeroed by the caller)."""
     L = node.shape[1]
-    n = longest_document(doc_offsets)
-    scores, E = np.empty((n, L)), np.empty((n, L))
-    alpha, beta, c = np.empty((n, L)), np.empty((n, L)), np.empty(n)
+    scores, E, alpha, beta, c, la, lb = buffers(longest_document(doc_offsets), L)
     M, top = exp_transitions(trans, 1.0)
     total = 0.0
     errors = 0
@@ -135,9 +250,10 @@ def nll_gradient(
         T = t1 - t0
         if T == 0:
             continue
-        log_z = (T - 1) * top + forward_backward(
-            t0, T, ids, offsets, values, weighted, node, 1.0, M, scores, E, alpha, beta, c
-        )
+        log_z, in_log = forward_backward(
+            t0, T, ids, offsets, values, weighted, node, trans, 1.0, M, top, scores, E, alpha,
+            beta, c, la, lb,
+        )  # fmt: skip
         gold = 0.0
         for t in range(T):
             gold += scores[t, labels[t0 + t]]
@@ -155,10 +271,9 @@ def nll_gradient(
                     grad_node[f, j] += v * scores[t, j]
                 grad_node[f, y] -= v
             if t > 0:
-                for i in range(L):
-                    a = alpha[t - 1, i] / c[t]
-                    for j in range(L):
-                        grad_trans[i, j] += a * M[i, j] * E[t, j] * beta[t, j]
+                add_pair_marginals(
+                    t, in_log, log_z, trans, 1.0, M, E, alpha, beta, c, la, lb, grad_trans
+                )
                 grad_trans[labels[t0 + t - 1], y] -= 1.0
     return total, errors
 
@@ -169,17 +284,16 @@ def node_marginals(
 ):  # pragma: no cover
     """p(y_t = j | x) into out [N, L] (float64) for every token of every document."""
     L = node.shape[1]
-    n = longest_document(doc_offsets)
-    scores, E = np.empty((n, L)), np.empty((n, L))
-    alpha, beta, c = np.empty((n, L)), np.empty((n, L)), np.empty(n)
-    M, _ = exp_transitions(trans, 1.0)
+    scores, E, alpha, beta, c, la, lb = buffers(longest_document(doc_offsets), L)
+    M, top = exp_transitions(trans, 1.0)
     for d in range(len(doc_offsets) - 1):
         t0, t1 = doc_offsets[d], doc_offsets[d + 1]
         if t1 == t0:
             continue
         forward_backward(
-            t0, t1 - t0, ids, offsets, values, weighted, node, 1.0, M, scores, E, alpha, beta, c
-        )
+            t0, t1 - t0, ids, offsets, values, weighted, node, trans, 1.0, M, top, scores, E,
+            alpha, beta, c, la, lb,
+        )  # fmt: skip
         for t in range(t1 - t0):
             for j in range(L):
                 out[t0 + t, j] = alpha[t, j] * beta[t, j]
@@ -213,11 +327,10 @@ def sgd_epoch(
     node [F, L] and trans [L, L] hold v; state [2] = (scale, seen), updated.  Returns
     (sum nll, posterior errors, 0), or (0, 0, 1) when a step's decay is not positive."""
     L = node.shape[1]
-    n = longest_document(doc_offsets)
-    scores, E = np.empty((n, L)), np.empty((n, L))
-    alpha, beta, c = np.empty((n, L)), np.empty((n, L)), np.empty(n)
+    scores, E, alpha, beta, c, la, lb = buffers(longest_document(doc_offsets), L)
     node_flat = node.reshape(-1)
     trans_flat = trans.reshape(-1)
+    acc_pairs = acc_trans.reshape((L, L))
     total = 0.0
     errors = 0
     for b in order:
@@ -233,9 +346,10 @@ def sgd_epoch(
             T = t1 - t0
             if T == 0:
                 continue
-            log_z = (T - 1) * top + forward_backward(
-                t0, T, ids, offsets, values, weighted, node, scale, M, scores, E, alpha, beta, c
-            )
+            log_z, in_log = forward_backward(
+                t0, T, ids, offsets, values, weighted, node, trans, scale, M, top, scores, E,
+                alpha, beta, c, la, lb,
+            )  # fmt: skip
             gold = 0.0
             for t in range(T):
                 gold += scores[t, labels[t0 + t]]
@@ -257,10 +371,9 @@ def sgd_epoch(
                         acc_node[row + j] += v * scores[t, j]
                     acc_node[row + y] -= v
                 if t > 0:
-                    for i in range(L):
-                        a = alpha[t - 1, i] / c[t]
-                        for j in range(L):
-                            acc_trans[i * L + j] += a * M[i, j] * E[t, j] * beta[t, j]
+                    add_pair_marginals(
+                        t, in_log, log_z, trans, scale, M, E, alpha, beta, c, la, lb, acc_pairs
+                    )
                     acc_trans[labels[t0 + t - 1] * L + y] -= 1.0
         docs = last - first
         eta = lr0 / (1.0 + lr0 * lam * state[1])

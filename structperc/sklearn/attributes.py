@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -148,20 +148,28 @@ class AttributeDictionary:
         return len(self.names)
 
     @classmethod
-    def fit(cls, X: Sequence[Sequence], min_freq: float = 0.0) -> AttributeDictionary:
+    def fit(cls, X: Iterable[Sequence], min_freq: float = 0.0) -> AttributeDictionary:
         """The attributes of the items of ``X`` seen more than ``min_freq`` times."""
         return cls.fit_transform(X, min_freq)[0]
 
     @classmethod
     def fit_transform(
-        cls, X: Sequence[Sequence], min_freq: float = 0.0, name: str = "X", jobs: int = 1
+        cls,
+        X: Iterable[Sequence],
+        min_freq: float = 0.0,
+        name: str = "X",
+        jobs: int = 1,
+        numbers: Sequence[int] | None = None,
     ) -> tuple[AttributeDictionary, FeatureMatrix, torch.Tensor | None]:
-        """``fit`` and ``transform`` of the training items in one reading of them; ``jobs`` > 1
-        reads consecutive blocks of ``X`` in that many forked processes (Linux) and merges
-        their dictionaries in block order, which keeps every name's first appearance: the
-        same dictionary and matrix as one process."""
-        names, found = read_blocks(X, name, jobs)
+        """``fit`` and ``transform`` of the training items in one reading of them.  ``X``: any
+        iterable of sequences, read once; ``numbers``: what each sequence of ``X`` is called
+        in messages (``name[numbers[k]]``; default its position), filled in as ``X`` is read if
+        the caller wishes.  ``jobs`` > 1 reads consecutive blocks of a list ``X`` in that many
+        forked processes (Linux) and merges their dictionaries in block order, which keeps
+        every name's first appearance: the same dictionary and matrix as one process."""
+        names, found = read_blocks(X, name, jobs, numbers)
         ids = found.id_array()
+        found.check_finite(name, names.__getitem__, numbers)
         seen = np.bincount(ids, minlength=len(names))  # [A] occurrences of each name
         keep = seen > min_freq
         new_id = np.cumsum(keep) - 1  # [A] id among the kept names
@@ -169,50 +177,69 @@ class AttributeDictionary:
         return (dictionary, *found.csr(np.where(keep[ids], new_id[ids], -1)))
 
     def transform(
-        self, X: Sequence[Sequence], name: str = "X"
+        self, X: Iterable[Sequence], name: str = "X", numbers: Sequence[int] | None = None
     ) -> tuple[FeatureMatrix, torch.Tensor | None]:
         """CSR features of the sequences of ``X`` (ids [nnz] int32, offsets [N + 1], the
         sequences as documents) and their values [nnz] float32 where some value is not 1
-        (else None: the binary path)."""
+        (else None: the binary path); ``numbers`` as ``fit_transform``'s."""
         get = self.index.get
         found = Occurrences()
-        for s, xseq in enumerate(X):
-            names, values, counts = sequence_attributes(xseq, f"{name}[{s}]")
-            found.add([get(n, -1) for n in names], values, counts)
-        return found.csr(found.id_array())
+        unseen: dict[int, str] = {}  # (occurrence of an unseen name: its name, for messages)
+        for k, xseq in enumerate(X):
+            where = f"{name}[{numbers[k] if numbers is not None else k}]"
+            names, values, counts = sequence_attributes(xseq, where)
+            ids = [get(n, -1) for n in names]
+            if -1 in ids:
+                first = len(found.ids)
+                unseen.update((first + k, n) for k, n in enumerate(names) if ids[k] < 0)
+            found.add(ids, values, counts)
+        ids = found.id_array()
+        found.check_finite(
+            name, lambda m: unseen[m] if ids[m] < 0 else self.names[ids[m]], numbers, True
+        )
+        return found.csr(ids)
 
 
-def read_block(X: Sequence[Sequence], name: str, first: int = 0) -> tuple[list[str], Occurrences]:
+def read_block(
+    X: Iterable[Sequence], name: str, first: int = 0, numbers: Sequence[int] | None = None
+) -> tuple[list[str], Occurrences]:
     """The names of the items of ``X`` in order of first appearance, and their occurrences
-    (ids into those names); ``first``: the number of X[0] in the whole set (for messages)."""
+    (ids into those names); ``first``: the position of X's first sequence in the whole set,
+    ``numbers``: the whole set's names for messages (``fit_transform``)."""
     # a name's id is its rank of first appearance: a missing key takes the next number in C
     # (``defaultdict``), a plain lookup otherwise (half the time of ``setdefault``)
     index: defaultdict[str, int] = defaultdict(itertools.count().__next__)
     found = Occurrences()
-    for s, xseq in enumerate(X, start=first):
-        names, values, counts = sequence_attributes(xseq, f"{name}[{s}]")
+    for k, xseq in enumerate(X, start=first):
+        where = f"{name}[{numbers[k] if numbers is not None else k}]"
+        names, values, counts = sequence_attributes(xseq, where)
         found.add([index[n] for n in names], values, counts)
     return list(index), found
 
 
-def read_blocks(X: Sequence[Sequence], name: str, jobs: int) -> tuple[list[str], Occurrences]:
+def read_blocks(
+    X: Iterable[Sequence], name: str, jobs: int, numbers: Sequence[int] | None = None
+) -> tuple[list[str], Occurrences]:
     """``read_block`` of all of ``X``, in ``jobs`` forked processes where that is possible and
-    ``X`` is large enough (a block's reading failed: read again here, for its error)."""
-    jobs = min(jobs, len(X) // 500) if can_fork("cpu") else 1
+    ``X`` is a list large enough (a block's reading failed: read again here, for its error);
+    any other iterable is read once, here."""
+    if not isinstance(X, Sequence):
+        jobs = 1
+    jobs = min(jobs, len(X) // 500) if jobs > 1 and can_fork("cpu") else 1
     if jobs <= 1:
-        return read_block(X, name)
+        return read_block(X, name, numbers=numbers)
     bounds = np.linspace(0, len(X), jobs + 1).astype(int).tolist()
     blocks = list(zip(bounds[:-1], bounds[1:], strict=True))
 
     def work(a: int, b: int):
-        names, found = read_block(X[a:b], name, a)
+        names, found = read_block(X[a:b], name, a, numbers)
         return names, found.arrays()
 
     children = [Child(lambda a=a, b=b: work(a, b), f"reading {name}[{a}:{b}]") for a, b in blocks]
     try:
         results = [child.result() for child in children]
     except ChildError:
-        return read_block(X, name)  # the error as one process raises it
+        return read_block(X, name, numbers=numbers)  # the error as one process raises it
     finally:
         for child in children:
             child.kill()
@@ -263,6 +290,32 @@ class Occurrences:
 
     def id_array(self) -> np.ndarray:
         return np.asarray(self.ids, dtype=np.int64)
+
+    def check_finite(
+        self, name: str, key_of, numbers: Sequence[int] | None = None, by_occurrence=False
+    ) -> None:
+        """FeatureFormatError naming the first value that is not a finite float32 number
+        (NaN, an infinity, or beyond +-3.4e38): its sequence of ``name`` (``numbers[k]`` for
+        the k-th, if given), its token and its key (``key_of(i)``: the name of id i, or of
+        occurrence i when ``by_occurrence``).  A NaN value would make every weight NaN in
+        training, and every score NaN in prediction."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = np.asarray(self.values, dtype=np.float32)  # [M]
+        bad = np.flatnonzero(~np.isfinite(values))
+        if not len(bad):
+            return
+        m = int(bad[0])
+        token_ends = np.cumsum(np.asarray(self.per_token, dtype=np.int64))  # [N]
+        token = int(np.searchsorted(token_ends, m, side="right"))
+        doc_ends = np.cumsum(np.asarray(self.lengths, dtype=np.int64))  # [D]
+        k = int(np.searchsorted(doc_ends, token, side="right"))
+        t = token - (int(doc_ends[k - 1]) if k else 0)
+        key = key_of(m if by_occurrence else int(self.ids[m]))
+        s = numbers[k] if numbers is not None else k
+        raise FeatureFormatError(
+            f"{name}[{s}][{t}]: feature {key!r} has the value {self.values[m]!r}; a feature "
+            "value must be a finite number (float32: within +-3.4e38)"
+        )
 
     def csr(self, ids: np.ndarray) -> tuple[FeatureMatrix, torch.Tensor | None]:
         """The CSR matrix of the occurrences with ``ids`` [M] (-1: left out), those of value 0

@@ -25,6 +25,7 @@ its model as safetensors bytes and JSON (``model.py``), no torch object.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -55,6 +56,7 @@ from structperc.structures.chain import ChainData, ChainStructure, length_batche
 
 CONSTRAINTS = ("none", "iob2")
 PREDICT_BATCH = 256  # sequences scored in one lookup and decoded together
+PREDICT_BLOCK = 20_000  # sequences of X read into features at a time (predict and the like)
 MARGINALS_BATCH_TOKENS = 20_000  # padded tokens per forward-backward batch
 
 
@@ -136,13 +138,12 @@ class CRF(BaseEstimator):
     # -- training ------------------------------------------------------------------------------
     def fit(self, X, y, X_dev=None, y_dev=None) -> CRF:
         """Train on sequences ``X`` with labels ``y``; ``X_dev``, ``y_dev``: held-out sequences
-        whose token accuracy the training log reports each epoch."""
+        whose token accuracy the training log reports each epoch.  Each may be any iterable
+        (a list, a generator): it is read once, into the feature matrix, and the sequences
+        themselves are not kept (with ``n_jobs`` > 1 a ``X`` that is not a list is read in
+        one process)."""
         if (X_dev is None) != (y_dev is None):
             raise ValueError("Pass both X_dev and y_dev to use the holdout data")
-        check_lengths(X, y, "X", "y")
-        X, y = non_empty(X, y)  # an empty sequence has nothing to learn from
-        if not X:
-            raise ValueError("X has no sequence with tokens: nothing to train on")
         params = resolved(self.get_params())
         learner = make_learner(params)
         self._check_constraints()
@@ -152,18 +153,22 @@ class CRF(BaseEstimator):
                 f"algorithm={params['algorithm']!r} trains in one process (its updates are "
                 f"online); use n_jobs=1, not {self.n_jobs}"
             )
+        train = LabelledSequences(X, y, "X", "y")
         attributes, features, values = AttributeDictionary.fit_transform(
-            X,
+            train.sequences(world > 1 and isinstance(X, Sequence)),
             params["min_freq"],
             jobs=world,  # n_jobs processes read the items too
+            numbers=train.numbers,
         )
-        labels = first_seen_labels(y)
-        data = chain_data(features, values, "X", labels, y)
+        if not train.labels:
+            raise ValueError("X has no sequence with tokens: nothing to train on")
+        labels = first_seen_labels(train.labels)
+        data = chain_data(features, values, "X", labels, train.labels)
         dev = None
         if X_dev is not None:
-            check_lengths(X_dev, y_dev, "X_dev", "y_dev")
-            X_dev, y_dev = non_empty(X_dev, y_dev)
-            dev = self._chain_data(X_dev, attributes, "X_dev", labels, y_dev)
+            held = LabelledSequences(X_dev, y_dev, "X_dev", "y_dev")
+            found = attributes.transform(held.sequences(), "X_dev", held.numbers)
+            dev = chain_data(*found, "X_dev", labels, held.labels)
         weights = ChainWeights(len(attributes), labels, edges=False)
         settings = FitSettings(
             max_epochs=params["max_iterations"],
@@ -183,9 +188,6 @@ class CRF(BaseEstimator):
         self._structure, self._structure_key = None, None
         self.training_log_: TrainingLog = log
         return self
-
-    def _chain_data(self, X, attributes, name, labels=None, y=None) -> ChainData:
-        return chain_data(*attributes.transform(X, name), name, labels, y)
 
     def _check_constraints(self) -> None:
         if (self.constraints or "none") not in CONSTRAINTS:
@@ -243,14 +245,21 @@ class CRF(BaseEstimator):
         return self._structure
 
     def _decoded(self, X, decode) -> list:
-        """``decode(ChainData, sequence numbers)`` of the non-empty sequences of ``X`` (a list,
-        one entry per sequence), the empty ones given [] (nothing to label)."""
-        kept = [s for s, xseq in enumerate(X) if len(xseq)]
-        out: list = [[] for _ in range(len(X))]
-        if kept:
-            data = self._chain_data([X[s] for s in kept], self.model_.attributes, "X")
-            for s, result in zip(kept, decode(data), strict=True):
-                out[s] = result
+        """``decode(ChainData)`` of the non-empty sequences of ``X`` (any iterable, read in
+        blocks of ``PREDICT_BLOCK`` sequences: the features of one block at a time), the
+        empty ones given [] (nothing to label); a list, one entry per sequence."""
+        out: list = []
+        for block in blocks_of(X, PREDICT_BLOCK):
+            start = len(out)
+            out.extend([] for _ in block)
+            kept = [s for s, xseq in enumerate(block) if len(xseq)]
+            if not kept:
+                continue
+            found = self.model_.attributes.transform(
+                (block[s] for s in kept), "X", [start + s for s in kept]
+            )
+            for s, result in zip(kept, decode(chain_data(*found, "X")), strict=True):
+                out[start + s] = result
         return out
 
     # -- prediction ----------------------------------------------------------------------------
@@ -375,26 +384,66 @@ def token_marginals(structure: ChainStructure, batch: FeatureBatch) -> torch.Ten
     return probs
 
 
-def non_empty(X, y) -> tuple[list, list]:
-    """The sequences of ``X`` and ``y`` that have tokens."""
-    kept = [s for s, xseq in enumerate(X) if len(xseq)]
-    return [X[s] for s in kept], [y[s] for s in kept]
+class LabelledSequences:
+    """Sequences of items ``X`` and their labels ``y`` (any iterables), checked as they are
+    read: ``sequences()`` yields the items of each sequence that has tokens, and meanwhile
+    records its number in ``numbers`` and its labels in ``labels`` (the labels are kept: the
+    items are not)."""
+
+    def __init__(self, X, y, x_name: str, y_name: str):
+        self.X, self.y = X, y
+        self.x_name, self.y_name = x_name, y_name
+        self.numbers: list[int] = []
+        self.labels: list[list[str]] = []
+
+    def sequences(self, as_list: bool = False):
+        """The non-empty sequences of X (a generator; a list when ``as_list``, for reading in
+        forked blocks), with ValueError naming the first sequence whose items and labels
+        differ in number, or a label that is not a str."""
+        read = self._read()
+        return list(read) if as_list else read
+
+    def _read(self):
+        xs, ys = iter(self.X), iter(self.y)
+        end = object()
+        s = 0
+        while True:
+            xseq, yseq = next(xs, end), next(ys, end)
+            if xseq is end or yseq is end:
+                if xseq is not yseq:  # one ran out first
+                    longer = self.x_name if yseq is end else self.y_name
+                    raise ValueError(
+                        f"{self.x_name} and {self.y_name} differ in length: {longer} has more "
+                        f"than {s} sequences"
+                    )
+                return
+            check_sequence(xseq, yseq, s, self.x_name, self.y_name)
+            if len(xseq):  # an empty sequence has nothing to learn from
+                self.numbers.append(s)
+                self.labels.append(list(yseq))
+                yield xseq
+            s += 1
 
 
-def check_lengths(X, y, x_name: str, y_name: str) -> None:
-    """ValueError naming the first sequence whose items and labels differ in number."""
-    if len(X) != len(y):
-        raise ValueError(f"{x_name} has {len(X)} sequences but {y_name} has {len(y)}")
-    for s, (xseq, yseq) in enumerate(zip(X, y, strict=True)):
-        if len(xseq) != len(yseq):
+def check_sequence(xseq, yseq, s: int, x_name: str, y_name: str) -> None:
+    """ValueError when sequence ``s``'s items and labels differ in number, or a label is not
+    a str."""
+    if len(xseq) != len(yseq):
+        raise ValueError(
+            f"{x_name}[{s}] has {len(xseq)} items but {y_name}[{s}] has {len(yseq)} labels"
+        )
+    for t, label in enumerate(yseq):
+        if not isinstance(label, str):
             raise ValueError(
-                f"{x_name}[{s}] has {len(xseq)} items but {y_name}[{s}] has {len(yseq)} labels"
+                f"{y_name}[{s}][{t}]: a label must be a str, got {type(label).__name__}"
             )
-        for t, label in enumerate(yseq):
-            if not isinstance(label, str):
-                raise ValueError(
-                    f"{y_name}[{s}][{t}]: a label must be a str, got {type(label).__name__}"
-                )
+
+
+def blocks_of(X, size: int):
+    """Consecutive lists of up to ``size`` items of the iterable ``X``."""
+    it = iter(X)
+    while block := list(itertools.islice(it, size)):
+        yield block
 
 
 def first_seen_labels(y: Sequence[Sequence[str]]) -> list[str]:
