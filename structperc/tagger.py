@@ -33,6 +33,7 @@ from structperc.data.column_corpus import ColumnFormat
 from structperc.data.document import Document
 from structperc.data.loading import HUB_REPOS
 from structperc.data.schemes import PLAIN
+from structperc.data.tags import valid_iob2
 from structperc.data.text import entity_spans, read_text
 from structperc.features.pipeline import LocalFeatures
 from structperc.structures.chain import ChainData
@@ -172,13 +173,16 @@ class Tagger:
         return self.column_tagger.fill(docs)
 
     def tag_documents(self, docs: list[Document], progress: bool = False) -> list[list[str]]:
-        """The predicted IOB2 tags of every document (none for no documents, or no tokens)."""
+        """The predicted tags of every document (none for no documents, or no tokens): valid
+        IOB2 sentence by sentence (``tags.valid_iob2``: an ``I-X`` the decoder put at a
+        chunk's start is ``B-X``, the chunk conlleval reads), or the plain labels."""
         if not any(len(d) for d in docs):  # nothing to extract features from
             return [[] for _ in docs]
         docs = self._with_columns(docs)
         data = ChainData(self.features.transform(docs), documents=docs)
         ids = self.structure.predict(data, self.batch_size, self.device, progress)
-        return [[self.labels[i] for i in p] for p in ids]
+        tags = [[self.labels[i] for i in p] for p in ids]
+        return [valid_iob2(t, d.sentence_spans()) for d, t in zip(docs, tags, strict=True)]
 
     def tag(self, tokens: list[str]) -> list[str]:
         """The tags of one tokenized document."""

@@ -41,6 +41,7 @@ from .conll import (
 from .document import Document
 from .loading import resolve_data_dir
 from .schemes import PLAIN, SchemeError, detect_scheme, from_iob2, scheme_name
+from .tags import valid_iob2
 
 AUTO = "auto"
 SPLITS = ("train", "dev", "test")
@@ -171,9 +172,13 @@ def _last_named(columns: Sequence[str]) -> str | None:
 
 
 def in_scheme(doc: Document, tags: Sequence[str], scheme: str) -> list[str]:
-    """IOB2 ``tags`` of ``doc`` in ``scheme``, sentence by sentence."""
-    if scheme in (PLAIN, "iob2"):
+    """IOB2 ``tags`` of ``doc`` in ``scheme``, sentence by sentence: valid sequences of the
+    scheme whatever the input's (an ``I-X`` that begins a chunk is read as conlleval reads it,
+    and written as the scheme begins a chunk)."""
+    if scheme == PLAIN:
         return list(tags)
+    if scheme == "iob2":
+        return valid_iob2(tags, doc.sentence_spans())
     out: list[str] = []
     for s, e in doc.sentence_spans():
         out.extend(from_iob2(tags[s:e], scheme))

@@ -34,8 +34,12 @@ its scheme is ``plain`` and its labels are used as they are, scored by token acc
 
 from __future__ import annotations
 
+import logging
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+
+log = logging.getLogger(__name__)
 
 OUTSIDE = "O"
 # the prefixes each scheme reads, the ones that begin a chunk and the ones that end one
@@ -54,6 +58,9 @@ ALIASES = {"ioe": "ioe2", "bioes": "iobes", "bio": "iob2", "iob": "iob1"}
 PLAIN = "plain"
 SCHEMES = (*CHUNK_SCHEMES, PLAIN)  # what a corpus can be in; "auto" asks detect_scheme
 _PREFIXED = re.compile(r"^[BIESLU]-\S")
+# the share of a tag-scheme pair's evidence the other scheme may have and still be chosen by
+# data.scheme=auto (detect_scheme): a handful of slips among thousands of chunks
+STRAYS = 0.01
 
 
 class SchemeError(ValueError):
@@ -157,11 +164,15 @@ def detect_scheme(sentences: Iterable[tuple[Sequence[str], Callable[[int], str]]
     use (L or U: BILOU; S, or B with E: IOBES; E: IOE1 or IOE2; B and I: IOB1 or IOB2), the two
     of a pair told apart by where the labels put their prefixes (IOB2 begins every chunk with B,
     IOB1 only one that follows a chunk of its type; IOE likewise at the ends).  A corpus of I-
-    and O alone reads the same as IOB1, IO and IOE1: it is IOB1.  SchemeError, naming a line of
-    each kind, when the labels mix prefixed and bare labels or give evidence for both schemes of
-    a pair.
+    and O alone reads the same as IOB1, IO and IOE1: it is IOB1.  When the labels give evidence
+    for both schemes of a pair, the one with at most ``STRAYS`` of the other's evidence (an
+    annotation slip among thousands of chunks: CoNLL-2002 Spanish has one sentence opening
+    with ``I-LOC``) is chosen with one warning naming the count and the first stray, whose
+    labels are then read as conlleval reads them (``chunks``); comparable evidence for both is
+    a SchemeError naming a line of each, as is a mix of prefixed and bare labels.
     """
     first: dict[str, str] = {}  # evidence -> where it was first seen
+    counts: Counter[str] = Counter()  # evidence -> how many labels give it
     prefixes: set[str] = set()
     for labels, where in sentences:
         kinds = [split_loose(t) for t in labels]
@@ -175,14 +186,18 @@ def detect_scheme(sentences: Iterable[tuple[Sequence[str], Callable[[int], str]]
             prefixes.add(prefix)
             prev_same = j > 0 and kinds[j - 1][1] == kind
             next_same = j + 1 < len(kinds) and kinds[j + 1][1] == kind
+            evidence = []
             if prefix == "I" and not prev_same:
-                first.setdefault("iob1", f"{where(j)}: {labels[j]!r} begins a chunk")
+                evidence.append(("iob1", "begins a chunk"))
             if prefix == "B" and not prev_same:
-                first.setdefault("iob2", f"{where(j)}: {labels[j]!r} after no chunk of its type")
+                evidence.append(("iob2", "after no chunk of its type"))
             if prefix == "I" and not next_same:
-                first.setdefault("ioe1", f"{where(j)}: {labels[j]!r} ends a chunk")
+                evidence.append(("ioe1", "ends a chunk"))
             if prefix == "E" and not next_same:
-                first.setdefault("ioe2", f"{where(j)}: {labels[j]!r} before no chunk of its type")
+                evidence.append(("ioe2", "before no chunk of its type"))
+            for key, what in evidence:
+                counts[key] += 1
+                first.setdefault(key, f"{where(j)}: {labels[j]!r} {what}")
     if "bare" in first and "prefixed" in first:
         raise SchemeError(
             f"{first['bare']} has no chunk prefix but {first['prefixed']} has one: expected "
@@ -197,12 +212,28 @@ def detect_scheme(sentences: Iterable[tuple[Sequence[str], Callable[[int], str]]
         return _only(prefixes, "iobes", first)
     pair = ("ioe1", "ioe2") if "E" in prefixes else ("iob1", "iob2")
     if pair[0] in first and pair[1] in first:
-        raise SchemeError(
-            f"data.scheme=auto cannot tell the tag scheme: {first[pair[0]]} reads as "
-            f"{pair[0].upper()}, {first[pair[1]]} as {pair[1].upper()}: name it "
-            f"(data.scheme={pair[0]} or {pair[1]})"
-        )
+        return _majority(pair, counts, first)
     return pair[1] if pair[1] in first else pair[0]
+
+
+def _majority(pair: tuple[str, str], counts: Counter[str], first: dict[str, str]) -> str:
+    """The scheme of ``pair`` whose evidence outweighs the other's by 1 / ``STRAYS`` or more
+    (with a warning naming the strays), else SchemeError (``detect_scheme``)."""
+    most, fewest = sorted(pair, key=lambda k: -counts[k])
+    if counts[fewest] <= STRAYS * counts[most]:
+        log.warning(
+            "data.scheme=auto: %s (%s labels read as %s; %s as %s, read as conlleval reads "
+            "%s: first %s)",
+            most.upper(), f"{counts[most]:,}", most.upper(), f"{counts[fewest]:,}",
+            fewest.upper(), "it" if counts[fewest] == 1 else "them", first[fewest],
+        )  # fmt: skip
+        return most
+    raise SchemeError(
+        f"data.scheme=auto cannot tell the tag scheme: {counts[pair[0]]:,} labels read as "
+        f"{pair[0].upper()} (first {first[pair[0]]}), {counts[pair[1]]:,} as "
+        f"{pair[1].upper()} (first {first[pair[1]]}): name it "
+        f"(data.scheme={pair[0]} or {pair[1]})"
+    )
 
 
 def _only(prefixes: set[str], scheme: str, first: dict[str, str]) -> str:

@@ -13,6 +13,8 @@ its output is turned back into IOB2 (``iobes_to_iob2``) before anything scores o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from structperc.data.document import Document
@@ -56,6 +58,24 @@ def iob1_to_iob2(tags: list[str]) -> list[str]:
             tag = "B-" + kind
         out.append(tag)
         prev_kind = kind
+    return out
+
+
+def is_iob2_labeling(tags: Sequence[str]) -> bool:
+    """Whether every tag is ``O``, ``B-X`` or ``I-X`` (a chunk labeling, not plain labels)."""
+    return all(t == "O" or t[:2] in ("B-", "I-") for t in tags)
+
+
+def valid_iob2(tags: Sequence[str], sentence_spans: Sequence[tuple[int, int]]) -> list[str]:
+    """A document's IOB2 tags as IOB2 writes them, sentence by sentence (``iob1_to_iob2``): an
+    ``I-X`` that begins a chunk (a decoder without constraints may put one after ``O``, after
+    another type, or at a sentence start) becomes ``B-X``, the chunk conlleval reads there.
+    The chunks are unchanged; plain labels (``is_iob2_labeling`` false) come back as they are."""
+    if not is_iob2_labeling(tags):
+        return list(tags)
+    out: list[str] = []
+    for s, e in sentence_spans:
+        out.extend(iob1_to_iob2(list(tags[s:e])))
     return out
 
 

@@ -30,7 +30,7 @@ import torch
 
 from structperc.data.conll import with_columns, write_conll
 from structperc.data.document import Document
-from structperc.data.tags import encode_labels, iobes_to_iob2, label_set
+from structperc.data.tags import encode_labels, iobes_to_iob2, label_set, valid_iob2
 from structperc.distributed import SERIAL, Group
 from structperc.eval.chunks import ChunkScores, evaluate
 from structperc.eval.tokens import token_scores
@@ -209,8 +209,10 @@ def log_scores(split: str, s: ChunkScores, metric: str) -> None:
 
 
 def write_predictions(path: Path, docs: list[Document], pred: list[list[str]]) -> None:
-    """``docs`` with their gold tags in IOB2 beside the predictions, as they are scored."""
+    """``docs`` with their gold tags in IOB2 beside the predictions, as valid IOB2 sentence
+    by sentence (``tags.valid_iob2``: the chunks conlleval reads in them, which it scores)."""
     gold = [with_columns(d) for d in docs]
     for d in gold:
         d.tags = iobes_to_iob2(d.tags)
-    write_conll(path, gold, pred)
+    written = [valid_iob2(p, d.sentence_spans()) for d, p in zip(docs, pred, strict=True)]
+    write_conll(path, gold, written)

@@ -28,7 +28,7 @@ import torch
 from structperc.data.candidates import CandidateSet, candidates_exist, load_candidates
 from structperc.data.conll import write_conll
 from structperc.data.document import Document
-from structperc.data.tags import encode_labels, label_set
+from structperc.data.tags import encode_labels, label_set, valid_iob2
 from structperc.distributed import SERIAL, Group
 from structperc.eval.chunks import evaluate
 from structperc.features.cache import extract_features
@@ -328,7 +328,10 @@ def run_rerank(settings: RerankSettings, out_dir: Path, group: Group = SERIAL) -
         results[split] = chunk_scores(s) | list_figures(cands, corpus[split], labels, ns)
         log.info("%s: F1 %.2f (first model %.2f)", split, s.f1, results[split]["base_f1"])
         if st.write_predictions:
-            write_conll(out_dir / f"{split}.pred.txt", corpus[split], pred)
+            written = [
+                valid_iob2(p, d.sentence_spans()) for d, p in zip(corpus[split], pred, strict=True)
+            ]
+            write_conll(out_dir / f"{split}.pred.txt", corpus[split], written)
     results["seconds"] = {
         "features": feat_seconds,
         "first_models": sum(first_seconds) + all_meta["train_seconds"],
