@@ -8,7 +8,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -83,6 +83,36 @@ def read_input_bytes(path: str | Path) -> tuple[bytes, str]:
     if str(path) == STDIO:
         return sys.stdin.buffer.read(), "<stdin>"
     return Path(path).read_bytes(), str(path)
+
+
+def atomic_write_pieces(path: str | Path, pieces: Iterable[str], encoding: str = "utf-8") -> None:
+    """``atomic_write_text`` of the text the ``pieces`` make, written as they come (the whole
+    text is never in memory); a character ``encoding`` cannot write is a ValueError naming
+    ``path`` and the piece's line."""
+    path = Path(path)
+    with errors_name(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                line = 1
+                encoder = codecs.getincrementalencoder(encoding)()  # (one byte-order mark)
+                for piece in pieces:
+                    try:
+                        f.write(encoder.encode(piece))
+                    except UnicodeEncodeError as err:
+                        at = line + piece.count("\n", 0, err.start)
+                        raise ValueError(
+                            f"{path}:{at}: {piece[err.start]!r} cannot be written in {encoding}: "
+                            "expected text that encoding holds (or write UTF-8)"
+                        ) from None
+                    line += piece.count("\n")
+                f.write(encoder.encode("", final=True))
+            os.chmod(tmp, 0o644)  # mkstemp makes it 0600
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def write_output_text(path: str | Path, text: str, encoding: str = "utf-8") -> None:

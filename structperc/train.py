@@ -30,6 +30,7 @@ import torch
 
 from structperc.checkpoint import Checkpoint
 from structperc.distributed import SERIAL, Group
+from structperc.features.store import RELEASE_EVERY, release_pages
 from structperc.forking import Child, SharedTables, can_fork
 from structperc.learn.base import Learner, StepStats
 from structperc.learn.fitting import (
@@ -215,7 +216,10 @@ def run_epochs(
     ``Convergence(settings.tol, settings.patience)``) holds.
 
     An epoch's ``EpochLog.extra`` is the learner's summed extra counts, then what
-    ``on_epoch_start`` returned.  Each instance's batch is built once and kept.
+    ``on_epoch_start`` returned.  Each instance's batch is built once and kept, unless the
+    data's features are mapped from disk (``features/store.py``: a corpus larger than
+    memory): then it is read again at each visit and the pages read are released now and
+    then, the same steps in the same order in memory that does not grow with the data.
 
     On several ranks (``group``) each rank steps through its shard in its own order
     (``shard_order``), the weights are mixed after the epoch (``ParameterMixing``, its seconds in
@@ -232,6 +236,7 @@ def run_epochs(
     shard = rank_shard(data, group)
     mixing = ParameterMixing(group, updater, settings.mixing) if group.parallel else None
     fast = settings.compiled and compiled_epochs(learner, structure, updater, data, settings.device)
+    mapped = getattr(getattr(data, "features", None), "mapped", False)
     for epoch in range(start_epoch + 1, settings.max_epochs + 1):
         extra = on_epoch_start(epoch) if on_epoch_start is not None else {}
         order = shard_order(len(data), shard, settings.shuffle, settings.seed, epoch, group.rank)
@@ -243,10 +248,16 @@ def run_epochs(
         if fast:  # the whole epoch in compiled code (native/online.py)
             stats = fast(order, progress=enabled, desc=f"epoch {epoch}")
         else:
-            for i in bar(order, enabled=enabled, desc=f"epoch {epoch}", unit=unit):
-                if i not in instances:
-                    instances[i] = structure.instance(data, i, settings.device)
-                batch, gold = instances[i]
+            shown = bar(order, enabled=enabled, desc=f"epoch {epoch}", unit=unit)
+            for step, i in enumerate(shown):
+                if mapped:  # read from the mapped files at each visit (memory: store.py)
+                    batch, gold = structure.instance(data, i, settings.device)
+                    if step % RELEASE_EVERY == 0:
+                        release_pages()
+                else:
+                    if i not in instances:
+                        instances[i] = structure.instance(data, i, settings.device)
+                    batch, gold = instances[i]
                 stats += learner.step(structure, updater, batch, gold)
                 updater.tick()
         if mixing is not None:

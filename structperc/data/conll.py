@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import codecs
 import gc
+import itertools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
-from structperc.io import read_input_bytes, write_output_text
+from structperc.io import STDIO, atomic_write_pieces, read_input_bytes, write_output_text
 
 from .document import Document
 from .schemes import CHUNK_SCHEMES, PLAIN, SchemeError, scheme_name, to_iob2
@@ -299,6 +300,47 @@ def read_conll(
     and line, for a malformed file (a control character in a column, a tag the scheme does not
     read, a boundary line that never occurs ...), ValueError for bad arguments.
     """
+    if max_docs is not None and max_docs < 0:
+        raise ValueError(f"max_docs must be >= 0 or None, got {max_docs}")
+    parse = _parse(path, layout, documents, columns, scheme, label, encoding, separator,
+                   comments, tag_columns, optional_label)  # fmt: skip
+    if max_docs == 0:
+        return []
+    # The parse makes ~1e5 small containers and no cycles: collecting meanwhile only costs time.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return list(itertools.islice(parse(), max_docs))
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def iter_conll(
+    path: str | os.PathLike,
+    layout: str = "conll2003",
+    documents: str | None = None,
+    columns: Sequence[str] | None = None,
+    scheme: str | None = None,
+    *,
+    label: str | None = None,
+    encoding: str = "utf-8",
+    separator: str = "whitespace",
+    comments: bool = False,
+    tag_columns: dict[str, str] | None = None,
+    optional_label: bool = False,
+) -> Iterator[Document]:
+    """``read_conll``'s documents one at a time, as they are parsed: the file's text is read
+    at once, its documents are not kept (a corpus larger than memory).  The same options; the
+    options are checked at once, an error in the file is raised when the parse reaches it."""
+    return _parse(path, layout, documents, columns, scheme, label, encoding, separator,
+                  comments, tag_columns, optional_label)()  # fmt: skip
+
+
+def _parse(path, layout, documents, columns, scheme, label, encoding, separator, comments,
+           tag_columns, optional_label) -> Callable[[], Iterator[Document]]:  # fmt: skip
+    """The options checked (ValueError naming a bad one), and the parse of the file as a
+    function that starts it."""
     _check_layout(layout)
     if columns is not None:
         columns = check_column_map(columns)
@@ -316,24 +358,17 @@ def read_conll(
         raise ValueError(
             f"documents must be one of {DOCUMENT_MODES} or a boundary line, got {documents!r}"
         )
-    if max_docs is not None and max_docs < 0:
-        raise ValueError(f"max_docs must be >= 0 or None, got {max_docs}")
-    text, name = read_encoded(path, encoding)
-    text = universal_newlines(text)
-    if max_docs == 0:
-        return []
-    # The parse makes ~1e5 small containers and no cycles: collecting meanwhile only costs time.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+
+    def parse() -> Iterator[Document]:
+        text, name = read_encoded(path, encoding)
+        text = universal_newlines(text)
         parser = _Parser(name, layout, mode, columns, scheme, label, tag_columns)
         parser.tabs, parser.optional_label = separator == "tab", optional_label
         if comments:
             text = _blank_comments(text, parser.boundary)
-        return parser.parse(text, max_docs)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+        yield from parser.documents(text)
+
+    return parse
 
 
 _COMMENT = re.compile(r"^[ \t]*#[^\n]*", re.MULTILINE)
@@ -500,13 +535,15 @@ class _Parser:
             self._add_sentence(lines[start:], first_line + start)
             self._end_sentence_doc()
 
-    def parse(self, text: str, max_docs: int | None) -> list[Document]:
-        """The documents of ``text`` (LF line ends: ``universal_newlines``)."""
+    def documents(self, text: str) -> Iterator[Document]:
+        """The documents of ``text`` (LF line ends: ``universal_newlines``), each as soon as it
+        is complete."""
         check_controls(text, self.path)
         self.split = _tab_fields if self.tabs else split_columns(text)
         out = self.out
         pos, lineno = 0, 1
         boundary = self.boundary
+        found = 0
         for m in _BLOCK.finditer(text):
             lineno += text.count("\n", pos, m.start())
             pos = m.start()
@@ -517,10 +554,15 @@ class _Parser:
             else:
                 self._add_sentence(lines, lineno)
                 self._end_sentence_doc()
-            if max_docs is not None and len(out) >= max_docs:
-                return self._convert(out[:max_docs])
+            if out:
+                found += len(out)
+                yield from map(self._convert, out)
+                out.clear()
         self._end_doc()
-        if not out:
+        found += len(out)
+        yield from map(self._convert, out)
+        out.clear()
+        if not found:
             last = max(1, text.count("\n") + (not text.endswith("\n")))
             raise ConllFormatError(
                 f"{self.path}:{last}: expected at least one token line "
@@ -531,19 +573,17 @@ class _Parser:
                 f"{self.path}:1: documents={boundary!r}: no such line in the file: expected "
                 f"documents to be {' or '.join(DOCUMENT_MODES)} or a line that separates them"
             )
-        return self._convert(out[:max_docs] if max_docs is not None else out)
 
-    def _convert(self, docs: list[Document]) -> list[Document]:
+    def _convert(self, doc: Document) -> Document:
         """Convert the columns in other schemes than IOB1/IOB2/IO to IOB2 (``convert_tags``)."""
         for name, scheme in self.after.items():
             if scheme in (RAW, PLAIN):
                 continue
-            for doc in docs:
-                if name == self.label and doc.tags is not None:
-                    doc.tags = convert_tags(doc, doc.tags, scheme, name)
-                elif name in doc.columns:
-                    doc.columns[name] = convert_tags(doc, doc.columns[name], scheme, name)
-        return docs
+            if name == self.label and doc.tags is not None:
+                doc.tags = convert_tags(doc, doc.tags, scheme, name)
+            elif name in doc.columns:
+                doc.columns[name] = convert_tags(doc, doc.columns[name], scheme, name)
+        return doc
 
 
 def convert_tags(doc: Document, tags: list[str], scheme: str, column: str = "label") -> list[str]:
@@ -624,20 +664,41 @@ def write_conll(
         )
     if docstart is None:
         docstart = bool(documents) and all(has_docstart(d) for d in documents)
-    chunks: list[str] = []
-    for k, doc in enumerate(documents):
-        rows = _doc_rows(doc, None if predictions is None else predictions[k], layout, label)
-        if docstart and boundary != DOCSTART:
-            chunks.append(boundary + "\n\n")
-        elif docstart:
-            n_tags = (doc.tags is not None) + (predictions is not None)
-            width = len(rows[0]) if rows else 1 + len(doc.columns) + n_tags
-            head = [DOCSTART] + ["-X-"] * (width - 1 - n_tags) + ["O"] * n_tags
-            chunks.append(separator.join(head) + "\n\n")
-        bounds = [*doc.sentence_starts, len(rows)]
-        if bounds[0] != 0:
-            bounds.insert(0, 0)
-        for a, b in zip(bounds, bounds[1:], strict=False):
-            if b > a:
-                chunks.append("".join(separator.join(row) + "\n" for row in rows[a:b]) + "\n")
-    write_output_text(path, "".join(chunks), encoding)  # "-": standard output
+
+    def pieces() -> Iterator[str]:  # one document's lines at a time
+        for k, doc in enumerate(documents):
+            prediction = None if predictions is None else predictions[k]
+            yield _doc_text(doc, prediction, docstart, layout, label, separator, boundary)
+
+    if str(path) == STDIO:
+        write_output_text(path, "".join(pieces()), encoding)
+    else:
+        atomic_write_pieces(path, pieces(), encoding)
+
+
+def _doc_text(
+    doc: Document,
+    prediction: Sequence[str] | None,
+    docstart: bool,
+    layout: Sequence[str] | None,
+    label: str | None,
+    separator: str,
+    boundary: str,
+) -> str:
+    """One document's lines (``write_conll``'s)."""
+    rows = _doc_rows(doc, prediction, layout, label)
+    chunks = []
+    if docstart and boundary != DOCSTART:
+        chunks.append(boundary + "\n\n")
+    elif docstart:
+        n_tags = (doc.tags is not None) + (prediction is not None)
+        width = len(rows[0]) if rows else 1 + len(doc.columns) + n_tags
+        head = [DOCSTART] + ["-X-"] * (width - 1 - n_tags) + ["O"] * n_tags
+        chunks.append(separator.join(head) + "\n\n")
+    bounds = [*doc.sentence_starts, len(rows)]
+    if bounds[0] != 0:
+        bounds.insert(0, 0)
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        if b > a:
+            chunks.append("".join(separator.join(row) + "\n" for row in rows[a:b]) + "\n")
+    return "".join(chunks)

@@ -7,6 +7,7 @@ the boundaries are kept in ``sentence_starts`` so a writer can restore them.  Fo
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 
@@ -44,3 +45,37 @@ def sub_document(doc: Document, start: int, end: int) -> Document:
         tags=None if doc.tags is None else doc.tags[start:end],
         source=doc.source,
     )
+
+
+def runs_of(docs: Iterable[Document], tokens: int) -> Iterator[tuple[int, list[Document]]]:
+    """(number of the first document, the documents) of consecutive runs of whole documents
+    of at most ``tokens`` tokens (a longer document is a run of its own)."""
+    run: list[Document] = []
+    size = start = 0
+    for i, doc in enumerate(docs):
+        if run and size + len(doc) > tokens:
+            yield start, run
+            run, size, start = [], 0, i
+        run.append(doc)
+        size += len(doc)
+    if run:
+        yield start, run
+
+
+class MappedDocuments(Sequence[Document]):
+    """``fn`` of each document of ``docs``, made when it is asked for: a sequence as long as
+    ``docs`` that holds none of its results (over a corpus stored on disk, one at a time)."""
+
+    def __init__(self, docs: Sequence[Document], fn: Callable[[Document], Document]):
+        self.docs, self.fn = docs, fn
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self.fn(d) for d in self.docs[i]]
+        return self.fn(self.docs[i])
+
+    def __iter__(self) -> Iterator[Document]:
+        return map(self.fn, self.docs)

@@ -12,15 +12,19 @@ import functools
 import hashlib
 import json
 import logging
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
 
 from structperc.data.document import Document
+from structperc.data.document_store import StoredDocuments
+from structperc.features.chunked_extraction import extract_chunked
 from structperc.features.extract import FeatureMatrix
 from structperc.features.pipeline import LocalFeatures
+from structperc.features.store import open_matrix
 from structperc.features.word_classes import word_class_cache_key
 from structperc.io import (
     atomic_save_tensors,
@@ -118,6 +122,8 @@ def extract_features(
     fit the corpus is an error naming the cache folder.
     """
     t0 = time.perf_counter()
+    if any(isinstance(docs, StoredDocuments) for docs in corpus.values()):
+        return extract_mapped(features, corpus, cache_dir, key)
     shape = {s: [len(docs), sum(len(d.tokens) for d in docs)] for s, docs in corpus.items()}
     key = {**key, "documents": shape}
 
@@ -145,3 +151,46 @@ def extract_features(
         features = cached
         log.info("features loaded from the cache (%d features)", features.num_features)
     return features, mats, time.perf_counter() - t0, hit
+
+
+def extract_mapped(
+    features: LocalFeatures,
+    corpus: dict[str, Sequence[Document]],
+    cache_dir: str | Path | None,
+    key: dict,
+) -> tuple[LocalFeatures, dict[str, FeatureMatrix], float, bool]:
+    """``extract_features`` of a corpus in document stores: ``chunked_extraction`` into mapped
+    matrices (``store.py``), kept in the cache entry of the key (a temporary folder without a
+    cache), whose ``vocabulary.safetensors`` and ``meta.json`` are written last."""
+    t0 = time.perf_counter()
+    shape = {s: [len(docs), stored_tokens(docs)] for s, docs in corpus.items()}
+    key = {**key, "documents": shape, "matrices": "mapped"}
+    if cache_dir is None:
+        entry = Path(tempfile.mkdtemp(prefix="features-"))
+    else:
+        entry = Path(cache_dir) / cache_key(key)
+    meta_path, vocab_path = entry / "meta.json", entry / "vocabulary.safetensors"
+    hit = meta_path.is_file() and vocab_path.is_file()
+    if hit:
+        meta = read_json(meta_path)
+        cached = LocalFeatures.from_state(meta["features"], load_tensors(vocab_path))
+        cached.edges, cached.tags, cached.tagger = features.edges, features.tags, features.tagger
+        features = cached
+        mats = {s: open_matrix(entry, s) for s in meta["splits"]}
+        log.info("features mapped from the cache (%d features)", features.num_features)
+    else:
+        log.info("extracting features run by run into %s", entry)
+        mats = extract_chunked(features, corpus, entry)
+        meta, tensors = features.state()
+        atomic_save_tensors(vocab_path, tensors)
+        atomic_write_json(meta_path, {"features": meta, "splits": list(mats), "key": key})
+    for split, (n_docs, n_tokens) in shape.items():
+        if (mats[split].num_docs, mats[split].num_tokens) != (n_docs, n_tokens):
+            raise ValueError(f"feature cache {entry}: split {split!r} does not fit: delete it")
+    return features, mats, time.perf_counter() - t0, hit
+
+
+def stored_tokens(docs: Sequence[Document]) -> int:
+    if isinstance(docs, StoredDocuments):
+        return docs.num_tokens
+    return sum(len(d) for d in docs)

@@ -88,12 +88,15 @@ class FeatureMatrix:
     values:      [nnz] float32, the value of each occurrence (a real-valued feature scores
                  value * weight: EmbeddingBag's per-sample weights), or None: every value is 1
                  (binary features, the lookups without per-sample weights).
+    mapped:      the tensors are views of files mapped into memory (``store.py``): a loop
+                 over the documents calls ``store.release_pages`` now and then.
     """
 
     ids: torch.Tensor
     offsets: torch.Tensor
     doc_offsets: torch.Tensor
     values: torch.Tensor | None = None
+    mapped: bool = False
 
     @property
     def num_docs(self) -> int:
@@ -141,33 +144,54 @@ class Vocabulary:
     # -- building ---------------------------------------------------------------------------
     def fit(self, columns: dict[str, list[str | None]], doc_ids: np.ndarray) -> Vocabulary:
         """Freeze the attribute dictionaries and the keys seen >= min_count times."""
+        self.fit_values({name: distinct_values(columns[name]) for name in self.attributes})
+        self.fit_keys(self.key_counts(columns, doc_ids))
+        return self
+
+    def fit_values(self, distinct: dict[str, set[str]]) -> None:
+        """Freeze each attribute's dictionary: its ``distinct`` training values, sorted (then
+        the boundary values)."""
         for name in self.attributes:
-            vals = sorted(distinct_values(columns[name]))
+            vals = sorted(distinct[name])
             if self.boundary:
                 reach = max((abs(o) for t in self.templates for _, o in t), default=0)
                 vals += [_boundary_value(d) for d in range(-reach, reach + 1) if d]
             self.values[name] = vals
         self._build_index()
+
+    def key_counts(
+        self, columns, doc_ids: np.ndarray, codes: dict[str, np.ndarray] | None = None
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per template, (its codes seen [K] sorted, how often each [K]) over the tokens of
+        ``columns`` (or their attribute ``codes``, ``_codes``'s) after ``fit_values``."""
+        out = []
+        for col in self._template_codes(columns, doc_ids, codes):
+            out.append(np.unique(col[col >= 0], return_counts=True))
+        return out
+
+    def fit_keys(self, counts: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        """Keep each template's codes seen at least its cutoff times (``key_counts``'s)."""
         keys = []
-        for j, col in enumerate(self._template_codes(columns, doc_ids)):
-            present = col[col >= 0]
-            uniq, counts = np.unique(present, return_counts=True)
+        for j, (uniq, seen) in enumerate(counts):
             cutoff = self.min_count if self.min_counts is None else self.min_counts[j]
-            keys.append((np.int64(j) << KEY_SHIFT) | uniq[counts >= cutoff])
+            keys.append((np.int64(j) << KEY_SHIFT) | uniq[seen >= cutoff])
         self.keys = np.sort(np.concatenate(keys)) if keys else self.keys
-        return self
 
     def _build_index(self) -> None:
         self._index = {a: {v: i for i, v in enumerate(vs)} for a, vs in self.values.items()}
 
     # -- applying ---------------------------------------------------------------------------
     def transform(
-        self, columns: dict[str, list[str | None]], doc_ids: np.ndarray
+        self,
+        columns: dict[str, list[str | None]] | None,
+        doc_ids: np.ndarray,
+        codes: dict[str, np.ndarray] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Feature ids in CSR form: (ids [nnz] int32, offsets [N + 1] int64)."""
+        """Feature ids in CSR form: (ids [nnz] int32, offsets [N + 1] int64), of the attribute
+        ``columns`` or their ``codes`` (``_codes``'s)."""
         n = len(doc_ids)
         cols = []
-        for j, col in enumerate(self._template_codes(columns, doc_ids)):
+        for j, col in enumerate(self._template_codes(columns, doc_ids, codes)):
             key = (np.int64(j) << KEY_SHIFT) | np.where(col >= 0, col, 0)
             pos = np.searchsorted(self.keys, key)
             pos = np.minimum(pos, max(len(self.keys) - 1, 0))
@@ -195,10 +219,12 @@ class Vocabulary:
             count=len(columns[name]),
         )
 
-    def _template_codes(self, columns, doc_ids: np.ndarray):
-        """Yield, per template, the code of every token ([N] int64, -1 = does not fire)."""
+    def _template_codes(self, columns, doc_ids: np.ndarray, codes=None):
+        """Yield, per template, the code of every token ([N] int64, -1 = does not fire), from
+        the attribute ``columns`` or their ``codes`` (attribute -> [N] int64)."""
         n = len(doc_ids)
-        codes = {a: self._codes(columns, a) for a in self.attributes}
+        if codes is None:
+            codes = {a: self._codes(columns, a) for a in self.attributes}
         shifted_cache: dict[tuple[str, int], np.ndarray] = {}
         if self.boundary and n:
             # first and one-past-last token of each token's document ([N] each)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,18 +118,30 @@ class GazetteerFamily:
         """attribute (``NAME.TYPE``) -> type, types sorted."""
         return {f"{self.spec.family}.{t}": t for t in sorted(self.entries)}
 
+    def fold_indexes(self, train: Sequence[Document], folds: int) -> list[dict[str, EntryIndex]]:
+        """The jackknife's entry index of each fold (the entries of the other folds)."""
+        low = self.spec.casefold
+        return [
+            {t: EntryIndex(e, low) for t, e in fold.items()}
+            for fold in jackknife_entries(train, self.entries, folds)
+        ]
+
     def columns(
-        self, docs: list[Document], training: bool, folds: int
+        self,
+        docs: Sequence[Document],
+        training: bool,
+        folds: int,
+        start: int = 0,
+        fold_indexes: list[dict[str, EntryIndex]] | None = None,
     ) -> list[dict[str, list[str | None]]]:
         """Per document, attribute -> B/I (None outside a match); ``training`` with
-        ``jackknife``: each document against the entries of the other folds."""
-        low = self.spec.casefold
+        ``jackknife``: each document against the entries of the other folds (``fold_indexes``
+        of the whole training set, ``docs`` being its documents from number ``start`` on; by
+        default ``docs`` are the whole set)."""
         if training and self.spec.jackknife:
-            fold_indexes = [
-                {t: EntryIndex(e, low) for t, e in fold.items()}
-                for fold in jackknife_entries(docs, self.entries, folds)
-            ]
-            indexes = [fold_indexes[i % folds] for i in range(len(docs))]
+            if fold_indexes is None:
+                fold_indexes = self.fold_indexes(docs, folds)
+            indexes = [fold_indexes[(start + i) % folds] for i in range(len(docs))]
         else:
             indexes = [self._index] * len(docs)
         tags = gazetteer_columns(docs, indexes, self.attributes)

@@ -11,7 +11,8 @@ lists it was trained with, whatever version of their packages is installed, or n
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +59,15 @@ DEFAULT_BIGRAMS = ("wl", "pos", "chk", "go", "gp", "gm", "gl")
 # tokens whose attribute columns and template codes prediction builds at once (LocalFeatures.
 # transform): a few KB a token at the main job's 250 templates, some 30 MB a piece
 PIECE_TOKENS = 8192
+
+
+@dataclass(frozen=True)
+class Folds:
+    """The gazetteer jackknife's entry indexes of each fold of a training set:
+    ``LocalFeatures.jackknife_folds``."""
+
+    main: list[dict[str, EntryIndex]] | None
+    families: list[list[dict[str, EntryIndex]] | None]
 
 
 class LocalFeatures:
@@ -195,12 +205,17 @@ class LocalFeatures:
         self.vocab = Vocabulary(self.templates, min_count, boundary)
 
     # ------------------------------------------------------------------------------------
-    def _columns(self, docs: list[Document], training: bool) -> dict[str, list[str | None]]:
+    def _columns(
+        self, docs: list[Document], training: bool, start: int = 0, folds: Folds | None = None
+    ) -> dict[str, list[str | None]]:
+        """The attribute columns of ``docs`` (``training``: the jackknifed gazetteers', of the
+        ``folds`` of the whole training set, ``docs`` being its documents from ``start`` on)."""
+        gazetteers = self._gazetteer_columns(docs, training, start, folds)
         if self.compiled is not None:
-            return self._template_columns(docs, self._gazetteer_columns(docs, training))
+            return self._template_columns(docs, gazetteers)
         shown = bar(docs, enabled=len(docs) >= 500, desc="attributes", unit="doc")
         per_doc = [token_attributes(d, self.token_attributes, self.flag_off) for d in shown]
-        for cols, gaz in zip(per_doc, self._gazetteer_columns(docs, training), strict=True):
+        for cols, gaz in zip(per_doc, gazetteers, strict=True):
             cols.update(gaz)
         if self.word_classes is not None:
             for cols, doc in zip(per_doc, docs, strict=True):
@@ -259,21 +274,37 @@ class LocalFeatures:
         names = {"pos": "pos", "chk": "chunk"}
         return {names[a] for a in self.vocab.attributes if a in names}
 
+    def jackknife_folds(self, train: Sequence[Document]) -> Folds:
+        """The jackknife's entry indexes of each fold of ``train`` (the whole training set):
+        ``eng.list``'s (None without its jackknife), then each gazetteer file's (None for a
+        file without one).  One pass over ``train``."""
+        K = self.gazetteer_folds
+        main = None
+        if self.gazetteer == "jackknife":
+            low = self.gazetteer_lowercase
+            main = [
+                {t: EntryIndex(e, low) for t, e in fold.items()}
+                for fold in jackknife_entries(train, self.entries, K)
+            ]
+        families = [
+            f.fold_indexes(train, K) if f.spec.jackknife else None for f in self.gazetteer_families
+        ]
+        return Folds(main, families)
+
     def _gazetteer_columns(
-        self, docs: list[Document], training: bool
+        self, docs: list[Document], training: bool, start: int = 0, folds: Folds | None = None
     ) -> list[dict[str, list[str | None]]]:
         """Per document, the gazetteer attributes' columns (``eng.list``'s and the external
-        lists'; none without gazetteers)."""
+        lists'; none without gazetteers); ``start``, ``folds``: ``_columns``'."""
         per_doc: list[dict[str, list[str | None]]] = [{} for _ in docs]
+        if training and folds is None and self.jackknifed:
+            folds = self.jackknife_folds(docs)  # docs are the whole training set
+        K = self.gazetteer_folds
         if self.gazetteer != "none":
             low = self.gazetteer_lowercase
             full = {t: EntryIndex(e, low) for t, e in self.entries.items()}
             if training and self.gazetteer == "jackknife":
-                folds = [
-                    {t: EntryIndex(e, low) for t, e in fold.items()}
-                    for fold in jackknife_entries(docs, self.entries, self.gazetteer_folds)
-                ]
-                indexes = [folds[i % self.gazetteer_folds] for i in range(len(docs))]
+                indexes = [folds.main[(start + i) % K] for i in range(len(docs))]
             else:
                 indexes = [full] * len(docs)
             for cols, gaz in zip(
@@ -288,9 +319,10 @@ class LocalFeatures:
             ):
                 # B/I inside a match, no feature outside one (see the class docstring)
                 cols.update({a: [None if t == "O" else t for t in ts] for a, ts in gaz.items()})
-        for family in self.gazetteer_families:
+        for f, family in enumerate(self.gazetteer_families):
+            fold_indexes = folds.families[f] if folds is not None else None
             for cols, gaz in zip(
-                per_doc, family.columns(docs, training, self.gazetteer_folds), strict=True
+                per_doc, family.columns(docs, training, K, start, fold_indexes), strict=True
             ):
                 cols.update(gaz)
         return per_doc
@@ -342,6 +374,13 @@ class LocalFeatures:
     def fit(self, train: list[Document]) -> LocalFeatures:
         """Freeze the vocabulary on the training documents (templates: first expanded against
         their columns)."""
+        self.expand_templates(train)
+        self.vocab.fit(self._columns(train, training=True), doc_index(train))
+        return self
+
+    def expand_templates(self, train: Sequence[Document]) -> None:
+        """With feature templates, expand them against the columns of ``train`` (one pass over
+        it) into a fresh, unfitted vocabulary; named attributes need nothing."""
         if self.template_specs is not None:
             self.compiled = CompiledTemplates.build(
                 self.template_specs, self._available_columns(train)
@@ -353,8 +392,21 @@ class LocalFeatures:
                 self.boundary,
                 self.compiled.min_counts(self.min_count),
             )
-        self.vocab.fit(self._columns(train, training=True), doc_index(train))
-        return self
+
+    def training_columns(
+        self, docs: list[Document], start: int, folds: Folds | None
+    ) -> dict[str, list[str | None]]:
+        """The attribute columns of training documents ``docs``, the whole training set's
+        documents from number ``start`` on, with the jackknife ``folds`` of that set
+        (``jackknife_folds``; None: no jackknife)."""
+        return self._columns(docs, True, start, folds)
+
+    @property
+    def jackknifed(self) -> bool:
+        """Whether training columns depend on the whole training set (a gazetteer jackknife)."""
+        return self.gazetteer == "jackknife" or any(
+            f.spec.jackknife for f in self.gazetteer_families
+        )
 
     def transform(self, docs: list[Document], training: bool = False) -> FeatureMatrix:
         """CSR feature ids of ``docs``; ``training=True`` applies the gazetteer jackknife.

@@ -43,6 +43,7 @@ from structperc.decode.scaled_scan import NEG
 from structperc.decode.scores import path_scores
 from structperc.decode.viterbi import token_path, viterbi, viterbi_packed
 from structperc.features.extract import FeatureMatrix
+from structperc.features.store import RELEASE_EVERY, release_pages
 from structperc.model.batch import (
     Device,
     FeatureBatch,
@@ -266,6 +267,8 @@ class ChainStructure:
             bounds = doc_offsets.tolist()
             for d in bar(range(features.num_docs), enabled=progress, desc="decode", unit="doc"):
                 s, e = bounds[d], bounds[d + 1]
+                if features.mapped and d % RELEASE_EVERY == 0:
+                    release_pages()  # (features/store.py)
                 if e > s:
                     node, edge = self.token_range_scores(features, s, e, device)  # [T, L(, L)]
                     out[d] = self.decode_tokens(node, edge).tolist()
@@ -273,6 +276,8 @@ class ChainStructure:
         starts = range(0, features.num_docs, batch_size)
         for d0 in bar(starts, enabled=progress, desc="decode", unit="batch"):
             d1 = min(d0 + batch_size, features.num_docs)
+            if features.mapped and d0 // batch_size % max(RELEASE_EVERY // batch_size, 1) == 0:
+                release_pages()  # (features/store.py)
             s, e = int(doc_offsets[d0]), int(doc_offsets[d1])
             node, edge = self.token_range_scores(features, s, e, device)  # [N, L], [N, L, L]
             if self.allowed is not None:

@@ -9,13 +9,23 @@ Each function takes ``config``, the ``run.ComposedConfig`` of the run: its Hydra
 
 from __future__ import annotations
 
+import logging
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
-from structperc.data.column_corpus import ColumnCorpus, ColumnFormat
-from structperc.data.document import Document
+from structperc.data.column_corpus import SPLITS, ColumnCorpus, ColumnFormat
+from structperc.data.corpus_stream import STREAM_FROM, stream_corpus, training_tokens
+from structperc.data.document import Document, runs_of
+from structperc.data.document_store import DocumentStore, StoredDocuments
 from structperc.data.loading import HUB_REPOS, load_corpus
-from structperc.features.cache import feature_cache_key
+from structperc.features.cache import cache_key, feature_cache_key, file_identity
+from structperc.io import atomic_write_json, read_json
 from structperc.tasks.loading import ColumnTagger, check_column_tagger
+
+log = logging.getLogger(__name__)
+FILL_TOKENS = 50_000  # tokens of a stored corpus the column tagger fills at a time
 
 
 def column_corpus(config) -> ColumnCorpus:
@@ -44,9 +54,11 @@ def column_corpus(config) -> ColumnCorpus:
     )
 
 
-def load_columns(config) -> tuple[dict[str, list[Document]], ColumnFormat]:
+def load_columns(config) -> tuple[dict[str, Sequence[Document]], ColumnFormat]:
     """(the corpus's splits, its column format with the scheme told).  A preset without local
-    files (conll2003, conll2000) comes from the Hugging Face hub (``data.loading``)."""
+    files (conll2003, conll2000) comes from the Hugging Face hub (``data.loading``).  A corpus
+    that ``streams`` is read into document stores (``data/corpus_stream.py``) under the cache
+    folder and its splits are ``StoredDocuments``: lists in memory otherwise."""
     cfg, spec = config.cfg, column_corpus(config)
     data_dir = config.data_dir or cfg.data.dir
     if spec.name in HUB_REPOS:
@@ -57,7 +69,45 @@ def load_columns(config) -> tuple[dict[str, list[Document]], ColumnFormat]:
             if spec.train_docs is not None:
                 corpus["train"] = corpus["train"][: spec.train_docs]
             return corpus, spec.format
+    if streams(config, spec, data_dir):
+        return stored_corpus(config, spec, data_dir)
     return spec.load(data_dir)
+
+
+def streams(config, spec: ColumnCorpus, data_dir) -> bool:
+    """Whether the corpus is read into document stores: ``data.stream`` (true, false, or
+    ``auto``: a training set of more than ``STREAM_FROM`` tokens)."""
+    mode = config.cfg.data.get("stream", "auto")
+    if mode not in ("auto", True, False):
+        raise ValueError(f"data.stream must be auto, true or false, got {mode!r}")
+    if mode != "auto":
+        return bool(mode)
+    return training_tokens(spec, data_dir) > STREAM_FROM
+
+
+def stored_corpus(
+    config, spec: ColumnCorpus, data_dir
+) -> tuple[dict[str, Sequence[Document]], ColumnFormat]:
+    """The corpus's splits as document stores, made once in the cache folder under a key of
+    the files' content and the corpus's settings (a temporary folder without a cache)."""
+    files = spec.files(data_dir)
+    key = cache_key(
+        {
+            "corpus": {**spec.format.to_json(), **asdict(spec), "format": None},
+            "files": {s: [file_identity(p) for p in ps] for s, ps in files.items()},
+        }
+    )
+    cache = config.cfg.get("cache_dir")
+    folder = Path(cache) / "corpus" / key if cache else Path(tempfile.mkdtemp(prefix="corpus-"))
+    told = folder / "format.json"
+    if told.is_file():
+        fmt = ColumnFormat.from_json(read_json(told))
+        splits = {s: StoredDocuments(folder / f"{s}.docs") for s in SPLITS}
+        return {s: d for s, d in splits.items() if d.path.is_file()}, fmt
+    log.info("reading the corpus into document stores in %s", folder)
+    corpus, fmt = stream_corpus(spec, data_dir, folder)
+    atomic_write_json(told, fmt.to_json())
+    return corpus, fmt
 
 
 def load_data(config) -> dict[str, list[Document]]:
@@ -175,7 +225,7 @@ def tagging_inputs(config) -> tuple[dict, object, dict, dict]:
         check_column_tagger(features.tagger)
     if features.tags == "auto":
         tagger = ColumnTagger.load(features.tagger)
-        corpus = {s: tagger.fill(docs) for s, docs in corpus.items()}
+        corpus = {s: filled(tagger, docs) for s, docs in corpus.items()}
         files += [Path(features.tagger) / m / "model.safetensors" for m in ("pos", "chunk")]
         # how the tagger reads: Penn Treebank brackets and quotes, one sentence at a time
         extraction["tagger_input"] = "treebank sentences"
@@ -193,3 +243,17 @@ def document_features(config):
     defaults of the learners that need them)."""
     node = config.cfg.get("document_features")
     return config.make(node) if node else None
+
+
+def filled(tagger: ColumnTagger, docs: Sequence[Document]) -> Sequence[Document]:
+    """``tagger.fill`` of the documents: a list for a list; for a document store, a store
+    beside it (made once), filled a run of documents at a time."""
+    if not isinstance(docs, StoredDocuments):
+        return tagger.fill(docs)
+    path = docs.path.with_name(docs.path.name + ".tagged")
+    if path.is_file():
+        return StoredDocuments(path)
+    store = DocumentStore(path)
+    for _, run in runs_of(docs, FILL_TOKENS):
+        store.add(tagger.fill(run))
+    return store.close()

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from structperc.data.conll import with_columns, write_conll
-from structperc.data.document import Document
+from structperc.data.document import Document, MappedDocuments
 from structperc.data.tags import encode_labels, iobes_to_iob2, label_set, valid_iob2
 from structperc.distributed import SERIAL, Group
 from structperc.eval.chunks import ChunkScores, evaluate
@@ -211,8 +211,11 @@ def log_scores(split: str, s: ChunkScores, metric: str) -> None:
 def write_predictions(path: Path, docs: list[Document], pred: list[list[str]]) -> None:
     """``docs`` with their gold tags in IOB2 beside the predictions, as valid IOB2 sentence
     by sentence (``tags.valid_iob2``: the chunks conlleval reads in them, which it scores)."""
-    gold = [with_columns(d) for d in docs]
-    for d in gold:
-        d.tags = iobes_to_iob2(d.tags)
+
+    def in_iob2(d: Document) -> Document:
+        copy = with_columns(d)
+        copy.tags = iobes_to_iob2(d.tags)
+        return copy
+
     written = [valid_iob2(p, d.sentence_spans()) for d, p in zip(docs, pred, strict=True)]
-    write_conll(path, gold, written)
+    write_conll(path, MappedDocuments(docs, in_iob2), written)  # (one document at a time)

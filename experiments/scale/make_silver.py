@@ -1,0 +1,130 @@
+"""Silver training corpora at 1x, 4x, 16x and 30x CoNLL-2003's training size.
+
+The source is the unlabeled English text of the data folder (``unlabeled/``: Reuters-21578
+first, then the ABC news, Brown, MASC and the other NLTK texts, in that order; see its
+README), tagged by ``make run``'s model (the main job: the proposed algorithm with non-local
+features and word classes, its column tagger included).  No gold test data is used: these are
+the model's labels, a "silver" standard, as large as the text allows (about 6.8M tokens).
+
+Each corpus is a prefix of the tagged text in whole sentences, as two columns (token, IOB2
+tag; a blank line after each sentence), read with ``data=columns 'data.columns=[token,ner]'``:
+
+    size   tokens (at least)
+    1x        203,621   CoNLL-2003's training tokens
+    4x        814,484
+    16x     3,257,936
+    30x     6,108,630
+
+The tagging runs in pieces of ``--piece`` paragraphs through ``Tagger`` (one model load), so
+its memory is a piece's, and writes ``tagged.txt`` once (resumable: a finished source file is
+not tagged again), then cuts the prefixes.
+
+    .venv/bin/python experiments/scale/make_silver.py --out .cache/silver
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import time
+from pathlib import Path
+
+CONLL03_TRAIN_TOKENS = 203_621
+SIZES = {"1x": 1, "4x": 4, "16x": 16, "30x": 30}
+SOURCES = (
+    "reuters21578.txt.gz",
+    "abc_news.txt.gz",
+    "brown_corpus.txt.gz",
+    "masc_written.txt.gz",
+    "misc_english.txt.gz",
+)
+
+
+def paragraphs(path: Path):
+    """The paragraphs (lines) of a gzipped text file, blank lines skipped."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                yield line
+
+
+def tag_source(tagger, path: Path, out: Path, piece: int) -> int:
+    """Tag one source file into ``out`` (token tag lines, a blank line after each sentence);
+    returns its tokens."""
+    from structperc.data.text import read_text
+
+    tokens = 0
+    part = out.with_suffix(".part")
+    with open(part, "w", encoding="utf-8") as f:
+        batch: list[str] = []
+        for para in [*paragraphs(path), None]:
+            if para is not None:
+                batch.append(para)
+            if batch and (para is None or len(batch) >= piece):
+                docs = [p.document for p in read_text("\n\n".join(batch), source=path.name)]
+                for doc, tags in zip(docs, tagger.tag_documents(docs), strict=True):
+                    for s, e in doc.sentence_spans():
+                        f.write(
+                            "".join(
+                                f"{w} {t}\n"
+                                for w, t in zip(doc.tokens[s:e], tags[s:e], strict=True)
+                            )
+                        )
+                        f.write("\n")
+                    tokens += len(doc)
+                batch = []
+    os.replace(part, out)
+    return tokens
+
+
+def cut(tagged: list[Path], target: int, out: Path) -> int:
+    """The first whole sentences of the tagged files holding at least ``target`` tokens."""
+    n = 0
+    with open(out.with_suffix(".part"), "w", encoding="utf-8") as f:
+        for path in tagged:
+            with open(path, encoding="utf-8") as src:
+                for line in src:
+                    f.write(line)
+                    if line.strip():
+                        n += 1
+                    elif n >= target:
+                        os.replace(out.with_suffix(".part"), out)
+                        return n
+    raise ValueError(f"the tagged text has {n} tokens, fewer than {target}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="runs/main", help="the run folder that tags")
+    parser.add_argument("--data", default=os.environ.get("STRUCTPERC_DATA", "../shared/data"))
+    parser.add_argument("--out", type=Path, default=Path(".cache/silver"))
+    parser.add_argument("--piece", type=int, default=2000, help="paragraphs tagged at a time")
+    parser.add_argument("--sizes", default=",".join(SIZES))
+    args = parser.parse_args()
+    from structperc.tagger import Tagger
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    tagger = Tagger.load(args.model)
+    record = {"model": str(args.model), "sources": {}}
+    tagged = []
+    for name in SOURCES:
+        target = args.out / f"tagged.{name.removesuffix('.txt.gz')}.txt"
+        if not target.exists():
+            t0 = time.perf_counter()
+            n = tag_source(tagger, Path(args.data) / "unlabeled" / name, target, args.piece)
+            record["sources"][name] = {"tokens": n, "seconds": round(time.perf_counter() - t0, 1)}
+            print(f"{name}: {n:,} tokens in {record['sources'][name]['seconds']} s", flush=True)
+        tagged.append(target)
+    record["corpora"] = {}
+    for size in args.sizes.split(","):
+        out = args.out / f"silver{size}.txt"
+        record["corpora"][size] = cut(tagged, SIZES[size] * CONLL03_TRAIN_TOKENS, out)
+        print(f"{out}: {record['corpora'][size]:,} tokens", flush=True)
+    (args.out / "silver.json").write_text(json.dumps(record, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""Feature matrices on disk, memory-mapped: the features of a corpus larger than memory.
+
+A split's ``FeatureMatrix`` (CSR: ids [nnz] int32, offsets [N + 1] int64, doc_offsets [D + 1]
+int64) is written piece by piece as extraction proceeds (``MatrixWriter``: raw arrays appended
+to ``<name>.ids``, ``<name>.offsets``, ``<name>.doc_offsets``), and opened as a
+``FeatureMatrix`` whose tensors are views of read-only memory maps of those files
+(``open_matrix``): every consumer of a ``FeatureMatrix`` (``make_batch``, the chain's
+``predict``, the CRF's buckets) reads it unchanged, and a document's rows are read from the
+page cache when it is visited.
+
+Pages a process has touched count in its resident memory until they are unmapped from it, so
+a pass over a mapped matrix would grow the process by the matrix's size.  The loops that read
+one (``train.run_epochs``, ``ChainStructure.predict``, the CRF's objective) call
+``release_pages`` every few thousand documents: the pages of every open map are dropped from
+the process (``madvise(MADV_DONTNEED)``; they stay in the kernel's page cache, so reading them
+again costs no disk), which bounds the process's memory by what it reads between two calls.
+
+Files, not pickles: opening a matrix never runs code.  A writer's files appear under their
+names only when it is closed.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import weakref
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from structperc.features.extract import FeatureMatrix
+
+PARTS = {"ids": np.int32, "offsets": np.int64, "doc_offsets": np.int64}
+_OPEN: weakref.WeakSet = weakref.WeakSet()  # the memory maps to release
+
+
+class MatrixWriter:
+    """Appends CSR pieces of whole documents to the files of one matrix ``folder/name.*``."""
+
+    def __init__(self, folder: str | Path, name: str):
+        self.folder, self.name = Path(folder), name
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.files = {p: open(self._part(p), "wb") for p in PARTS}  # noqa: SIM115
+        self.nnz, self.tokens = 0, 0
+        np.zeros(1, np.int64).tofile(self.files["offsets"])
+        np.zeros(1, np.int64).tofile(self.files["doc_offsets"])
+        self.docs = 0
+
+    def _part(self, part: str) -> Path:
+        return self.folder / f"{self.name}.{part}.part"
+
+    def add(self, ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> None:
+        """A piece: ids [nnz] int32, offsets [n + 1] int64 from 0, the lengths of its documents
+        [d] (summing to n)."""
+        if int(np.sum(lengths)) != len(offsets) - 1:
+            raise ValueError(f"{len(offsets) - 1} tokens but documents of {int(np.sum(lengths))}")
+        np.asarray(ids, np.int32).tofile(self.files["ids"])
+        (np.asarray(offsets[1:], np.int64) + self.nnz).tofile(self.files["offsets"])
+        ends = np.cumsum(np.asarray(lengths, np.int64)) + self.tokens
+        ends.tofile(self.files["doc_offsets"])
+        self.nnz += len(ids)
+        self.tokens += len(offsets) - 1
+        self.docs += len(lengths)
+
+    def close(self) -> FeatureMatrix:
+        for part, f in self.files.items():
+            f.close()
+            os.replace(self._part(part), self.folder / f"{self.name}.{part}")
+        return open_matrix(self.folder, self.name)
+
+
+def exists(folder: str | Path, name: str) -> bool:
+    return all((Path(folder) / f"{name}.{p}").is_file() for p in PARTS)
+
+
+def open_matrix(folder: str | Path, name: str) -> FeatureMatrix:
+    """The matrix ``folder/name.*`` over read-only memory maps (module docstring)."""
+    tensors = {p: mapped(Path(folder) / f"{name}.{p}", dtype) for p, dtype in PARTS.items()}
+    matrix = FeatureMatrix(
+        tensors["ids"], tensors["offsets"], tensors["doc_offsets"], mapped=True
+    )
+    if int(matrix.doc_offsets[-1]) != matrix.num_tokens or int(matrix.offsets[-1]) != len(
+        matrix.ids
+    ):
+        raise ValueError(f"{folder}/{name}.*: the files do not fit together: extract again")
+    return matrix
+
+
+def mapped(path: Path, dtype) -> torch.Tensor:
+    """A tensor over a copy-on-write memory map of a raw array file (empty file: empty)."""
+    if path.stat().st_size == 0:
+        return torch.from_numpy(np.zeros(0, dtype))
+    array = np.memmap(path, dtype=dtype, mode="c")
+    _OPEN.add(array._mmap)  # (numpy keeps the mmap.mmap it made there)
+    return torch.from_numpy(array)
+
+
+def write_array(path: Path, array: np.ndarray) -> torch.Tensor:
+    """Write ``array`` to ``path`` (atomically) and return it mapped."""
+    part = path.with_name(path.name + ".part")
+    array.tofile(part)
+    os.replace(part, path)
+    return mapped(path, array.dtype)
+
+
+RELEASE_EVERY = 4096  # documents a loop over a mapped matrix reads between two releases
+
+
+def release_pages() -> None:
+    """Drop the pages of every open memory map from this process (module docstring)."""
+    for m in list(_OPEN):
+        try:
+            m.madvise(mmap.MADV_DONTNEED)
+        except (ValueError, OSError):  # closed meanwhile
+            _OPEN.discard(m)

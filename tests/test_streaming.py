@@ -1,0 +1,201 @@
+"""Training from disk (``data.stream``): the same documents, features and model as in memory.
+
+Each piece against the in-memory path it stands for: document stores read back as the
+documents they hold; ``stream_corpus`` against ``ColumnCorpus.load`` (held-out dev, cuts,
+scheme detection); ``extract_chunked`` against ``fit`` + ``transform`` (ids bit for bit, with
+the gazetteer jackknife, feature templates and boundary values, chunks small enough that
+every document boundary and jackknife fold crosses one); memory-mapped matrices and their
+released pages; and a whole run with ``data.stream=true`` against ``data.stream=false``:
+the same model files and predictions.
+"""
+
+from __future__ import annotations
+
+import resource
+
+import numpy as np
+import pytest
+import torch
+from hydra_runs import run_main
+
+from structperc.data.column_corpus import ColumnCorpus, ColumnFormat
+from structperc.data.conll import write_conll
+from structperc.data.corpus_stream import stream_corpus, training_tokens
+from structperc.data.document import Document, MappedDocuments, runs_of
+from structperc.data.document_store import DocumentStore, StoredDocuments
+from structperc.data.synthetic import make_corpus
+from structperc.features import store
+from structperc.features.chunked_extraction import extract_chunked
+from structperc.features.pipeline import LocalFeatures
+
+
+def same_documents(a, b) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        assert (x.tokens, x.tags, x.columns, x.sentence_starts, x.source) == (
+            y.tokens,
+            y.tags,
+            y.columns,
+            y.sentence_starts,
+            y.source,
+        )
+
+
+def test_a_document_store_reads_back_what_it_holds(tmp_path):
+    docs = make_corpus(25, seed=3)
+    docs[4].tags = None
+    docs[5].tokens[0] = 'quote " and \\ and ü and \u2028'
+    stored = DocumentStore.write(tmp_path / "d.docs", docs)
+    same_documents(docs, list(stored))
+    same_documents([docs[7], docs[0], docs[24]], [stored[7], stored[0], stored[-1]])
+    assert len(stored) == 25 and stored.num_tokens == sum(len(d) for d in docs)
+    assert list(stored.lengths) == [len(d) for d in docs]
+    with pytest.raises(IndexError):
+        stored[25]
+    assert StoredDocuments(tmp_path / "d.docs")[3].tokens == docs[3].tokens  # opened again
+    upper = MappedDocuments(stored, lambda d: Document([t.upper() for t in d.tokens]))
+    assert len(upper) == 25 and upper[1].tokens == [t.upper() for t in docs[1].tokens]
+    (tmp_path / "d.docs").write_bytes(b"{}\n")
+    with pytest.raises(ValueError, match="does not match"):
+        StoredDocuments(tmp_path / "d.docs")
+
+
+def test_runs_of_whole_documents():
+    docs = [Document(["w"] * n) for n in (3, 4, 10, 1, 1, 2)]
+    runs = list(runs_of(docs, 5))
+    assert [(s, [len(d) for d in r]) for s, r in runs] == [
+        (0, [3]),
+        (1, [4]),
+        (2, [10]),
+        (3, [1, 1, 2]),
+    ]
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        dict(columns=("token", "pos", "chunk", "ner"), documents="docstart", dev_holdout=0.2),
+        dict(columns=("token", "pos", "chunk", "ner"), dev_holdout=5, train_docs=20),
+        dict(columns=("token", "_", "_", "ner"), documents="docstart", scheme="iob2"),
+    ],
+)
+def test_stream_corpus_reads_what_load_reads(tmp_path, settings):
+    write_conll(tmp_path / "train.txt", make_corpus(40, seed=1))
+    write_conll(tmp_path / "test.txt", make_corpus(10, seed=2))
+    fmt_keys = ("columns", "documents", "scheme")
+    fmt = ColumnFormat(**{k: v for k, v in settings.items() if k in fmt_keys})
+    rest = {k: v for k, v in settings.items() if k not in fmt_keys}
+    spec = ColumnCorpus(fmt, str(tmp_path / "train.txt"), test=str(tmp_path / "test.txt"), **rest)
+    in_memory, told = spec.load(None)
+    stored, told_too = stream_corpus(spec, None, tmp_path / "stores")
+    assert told == told_too and list(stored) == list(in_memory)
+    for split, docs in in_memory.items():
+        assert isinstance(stored[split], StoredDocuments)
+        same_documents(docs, stored[split])
+    assert abs(training_tokens(spec, None) - sum(len(d) for d in make_corpus(40, seed=1))) <= 80
+
+
+FEATURE_SETTINGS = [
+    dict(gazetteer="none"),
+    dict(gazetteer="none", template_file="kazama", boundary=True),
+    dict(
+        gazetteer="none",
+        min_count=3,
+        attributes=["w", "wl", "pos", "s3"],
+        bigram_attributes=["pos"],
+    ),
+]
+
+
+@pytest.mark.parametrize("settings", FEATURE_SETTINGS)
+def test_chunked_extraction_gives_the_ids_of_one_fit(tmp_path, settings):
+    corpus = {"train": make_corpus(60, seed=4), "dev": make_corpus(10, seed=5)}
+    whole, chunked = LocalFeatures(**settings), LocalFeatures(**settings)
+    whole.fit(corpus["train"])
+    want = {s: whole.transform(d, training=(s == "train")) for s, d in corpus.items()}
+    stored = {s: DocumentStore.write(tmp_path / f"{s}.docs", d) for s, d in corpus.items()}
+    got = extract_chunked(chunked, stored, tmp_path / "features", chunk_tokens=97, progress=False)
+    assert np.array_equal(whole.vocab.keys, chunked.vocab.keys)
+    assert whole.vocab.values == chunked.vocab.values
+    for split in corpus:
+        assert got[split].mapped
+        for part in ("ids", "offsets", "doc_offsets"):
+            assert torch.equal(getattr(want[split], part), getattr(got[split], part)), part
+    assert not (tmp_path / "features" / "spill").exists()
+
+
+@pytest.mark.realdata
+def test_chunked_extraction_with_the_gazetteer_jackknife(data_dir, tmp_path):
+    """CoNLL-2003's eng.list jackknifed over ten folds: each training document's gazetteer
+    columns see the entities of the other folds of the whole set, not of its chunk."""
+    from structperc.data.loading import load_corpus
+
+    corpus = load_corpus("conll2003", data_dir, max_docs=60)
+    settings = dict(gazetteer="jackknife", gazetteer_path=str(data_dir / "conll2003/eng.list"))
+    whole, chunked = LocalFeatures(**settings), LocalFeatures(**settings)
+    whole.fit(corpus["train"])
+    want = whole.transform(corpus["train"], training=True)
+    got = extract_chunked(chunked, corpus, tmp_path, chunk_tokens=2000, progress=False)["train"]
+    assert np.array_equal(whole.vocab.keys, chunked.vocab.keys)
+    assert torch.equal(want.ids, got.ids) and torch.equal(want.offsets, got.offsets)
+
+
+def test_mapped_matrices_release_their_pages(tmp_path):
+    writer = store.MatrixWriter(tmp_path, "m")
+    rng = np.random.default_rng(0)
+    pieces = []
+    for _ in range(20):  # 20 pieces of 2^18 tokens x 4 ids: 80 MB of ids
+        n = 1 << 18
+        ids = rng.integers(0, 1000, size=4 * n, dtype=np.int32)
+        writer.add(ids, np.arange(0, 4 * n + 1, 4, dtype=np.int64), np.array([n]))
+        pieces.append(int(ids[:8].sum()))
+    matrix = writer.close()
+    assert matrix.mapped and matrix.num_docs == 20 and matrix.num_tokens == 20 << 18
+    store.release_pages()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KB
+    total = 0
+    for d in range(20):
+        lo = int(matrix.offsets[int(matrix.doc_offsets[d])])
+        chunk = matrix.ids[lo : lo + (4 << 18)]
+        assert int(chunk[:8].sum()) == pieces[d]
+        total += int(chunk.sum())
+        store.release_pages()
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert total > 0 and grown < 30_000, grown  # KB: a piece at a time, not the 80 MB
+
+
+def test_a_run_from_disk_is_the_run_in_memory(tmp_path, monkeypatch):
+    """``data.stream=true`` and ``false`` on the same corpus: identical model files, results
+    and predictions (the same documents, ids and order of steps)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    write_conll(data / "train.txt", make_corpus(60, seed=1))
+    common = [
+        "+experiment=conll03_local",
+        "data=columns",
+        f"data.train={data / 'train.txt'}",
+        "data.columns=[token,pos,chunk,ner]",
+        "data.documents=docstart",
+        "features.gazetteer=none",
+        "trainer.max_epochs=3",
+    ]
+    runs = {}
+    for mode in ("false", "true"):
+        out = tmp_path / mode
+        _, results = run_main(
+            [*common, f"data.stream={mode}", f"cache_dir={tmp_path / ('cache' + mode)}"],
+            data,
+            out,
+            monkeypatch,
+        )
+        runs[mode] = (out, results)
+    (a, ra), (b, rb) = runs["false"], runs["true"]
+    assert (a / "model.safetensors").read_bytes() == (b / "model.safetensors").read_bytes()
+    assert (a / "dev.pred.txt").read_text() == (b / "dev.pred.txt").read_text()
+    assert (
+        ra["dev"]["f1"] == rb["dev"]["f1"]
+        and ra["history"]
+        == [{**h, "seconds": rb["history"][k]["seconds"]} for k, h in enumerate(rb["history"])]
+        or [h["word_error"] for h in ra["history"]] == [h["word_error"] for h in rb["history"]]
+    )
+    assert (tmp_path / "cachetrue" / "corpus").is_dir()  # the document stores
