@@ -77,9 +77,7 @@ def exists(folder: str | Path, name: str) -> bool:
 def open_matrix(folder: str | Path, name: str) -> FeatureMatrix:
     """The matrix ``folder/name.*`` over read-only memory maps (module docstring)."""
     tensors = {p: mapped(Path(folder) / f"{name}.{p}", dtype) for p, dtype in PARTS.items()}
-    matrix = FeatureMatrix(
-        tensors["ids"], tensors["offsets"], tensors["doc_offsets"], mapped=True
-    )
+    matrix = FeatureMatrix(tensors["ids"], tensors["offsets"], tensors["doc_offsets"], mapped=True)
     if int(matrix.doc_offsets[-1]) != matrix.num_tokens or int(matrix.offsets[-1]) != len(
         matrix.ids
     ):
