@@ -40,8 +40,16 @@ class TableNamer:
         self.labels = list(labels)
         self.features = features
         self.edges = edges
+        self._names: dict[tuple[str, int], str] = {}  # (names repeat across explanations)
+        self._targets: dict[tuple[str, int], str] = {}
 
     def feature(self, table: str, row: int) -> str:
+        key = (table, row)
+        if key not in self._names:
+            self._names[key] = self._feature(table, row)
+        return self._names[key]
+
+    def _feature(self, table: str, row: int) -> str:
         if table == "edge" and not self.edges:
             return TRANSITION
         if table == "base":
@@ -49,6 +57,12 @@ class TableNamer:
         return self.features[table](row)
 
     def target(self, table: str, column: int) -> str:
+        key = (table, column)
+        if key not in self._targets:
+            self._targets[key] = self._target(table, column)
+        return self._targets[key]
+
+    def _target(self, table: str, column: int) -> str:
         if table == "node":
             return self.labels[column]
         if table == "edge":

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from structperc.decode.max_marginals import max_marginals
+from structperc.decode.scores import path_scores
 from structperc.explain.contributions import Contribution, Namer, contributions, total
 from structperc.structures.chain import ChainStructure
 from structperc.structures.rescoring import DocumentBatch, DocumentRescoring
@@ -71,14 +72,56 @@ class TokenExplanation:
         }
 
 
-def _paths_explanation(
-    structure, batch, predicted: Tensor, runner_up: Tensor, namer: Namer
-) -> tuple[float, list[Contribution]]:
-    """(s(y') − s(z) by the structure's ``score``, the contributions of its ``delta``)."""
-    best = float(structure.score(batch, predicted)[0])
-    other = float(structure.score(batch, runner_up)[0])
-    delta = structure.delta(batch, predicted, runner_up)
-    return best - other, contributions(delta, structure.weights.tables(), namer)
+@dataclass
+class DocumentExplanation:
+    """A document's tokens, predicted labels and the explanation of the tokens asked for."""
+
+    source: str | None
+    tokens: list[str]
+    predicted: list[str]
+    explanations: list[TokenExplanation]
+
+    def to_json(self, top: int | None = 10) -> dict:
+        return {
+            "source": self.source,
+            "tokens": self.tokens,
+            "predicted": self.predicted,
+            "explanations": [e.to_json(top) for e in self.explanations],
+        }
+
+
+def score_paths(structure, batch, paths: list[Tensor]) -> list[float]:
+    """s(x, y) of each labeling [T] in ``paths`` of a one-document batch, as the structure's
+    ``score`` computes it (``decode.scores.path_scores`` of its potentials, plus Φ^g·α^g for the
+    rescoring), the potentials computed once for all of them."""
+    rescoring = isinstance(batch, DocumentBatch)
+    chain = structure.chain if rescoring else structure
+    fb = batch.features if rescoring else batch
+    stacked = torch.stack(paths)  # [K, T]
+    local = path_scores(chain.potentials(fb), fb.lengths, stacked.unsqueeze(0))[0]  # [K]
+    if not rescoring:
+        return local.tolist()
+    ids, offsets = structure.doc_features.vectorize(batch.documents[0], stacked)
+    return (local + structure.weights.global_scores(ids, offsets)).tolist()
+
+
+def explained_paths(
+    scorer, batch, predicted: Tensor, runners: dict[int, Tensor], namer: Namer
+) -> dict[int, tuple[float, list[Contribution]]]:
+    """position -> (s(y') − s(z), the contributions of Φ(y') − Φ(z)) for the runner-up z of
+    each position, under the weights of ``scorer`` (the structure, or its float64 twin)."""
+    distinct: dict[tuple, int] = {}
+    for z in runners.values():
+        distinct.setdefault(tuple(z.tolist()), len(distinct))
+    paths = [predicted] + [torch.tensor(k, device=predicted.device) for k in distinct]
+    scores = score_paths(scorer, batch, paths)
+    tables = scorer.weights.tables()
+    out = {}
+    for t, z in runners.items():
+        k = 1 + distinct[tuple(z.tolist())]
+        delta = scorer.delta(batch, predicted, paths[k])
+        out[t] = (scores[0] - scores[k], contributions(delta, tables, namer))
+    return out
 
 
 def _token_explanation(t, tokens, labels, predicted, runner_up, margin_items, in_candidates=True):
@@ -105,25 +148,32 @@ def explain_chain(
     tokens: list[str],
     namer: Namer,
     positions: list[int] | None = None,
+    scorer: ChainStructure | None = None,
 ) -> tuple[list[int], list[TokenExplanation]]:
     """(the predicted label ids [T], the explanation of each token at ``positions``, default
-    all) of a one-document ``FeatureBatch``."""
+    all) of a one-document ``FeatureBatch``.  ``scorer``: the structure whose weights give the
+    margins and contributions (a float64 twin of ``structure``: sums of many float32 weights
+    round), default ``structure``."""
     labels = structure.weights.labels
     predicted = structure.argmax(batch)  # [T]
     mm = max_marginals(structure.potentials(batch))
     pred = predicted.tolist()
-    out = []
-    for t in range(len(pred)) if positions is None else positions:
+    where = range(len(pred)) if positions is None else positions
+    runners = {}
+    for t in where:
         scores = mm.scores[t].clone()
         scores[pred[t]] = float("-inf")
         r = int(scores.argmax())
-        if scores[r] == float("-inf"):  # one label, or the constraints allow no other
+        if scores[r] > float("-inf"):  # else one label, or the constraints allow no other
+            runners[t] = torch.tensor(mm.path_through(t, r), device=predicted.device)
+    explained = explained_paths(scorer or structure, batch, predicted, runners, namer)
+    out = []
+    for t in where:
+        if t not in runners:
             out.append(TokenExplanation(t, tokens[t], labels[pred[t]], None, None))
             continue
-        z = mm.path_through(t, r)
-        runner_up = torch.tensor(z, device=predicted.device)
-        explained = _paths_explanation(structure, batch, predicted, runner_up, namer)
-        out.append(_token_explanation(t, tokens, labels, pred, z, explained))
+        z = runners[t].tolist()
+        out.append(_token_explanation(t, tokens, labels, pred, z, explained[t]))
     return pred, out
 
 
@@ -133,6 +183,7 @@ def explain_rescoring(
     batch: DocumentBatch,
     namer: Namer,
     positions: list[int] | None = None,
+    scorer: DocumentRescoring | None = None,
 ) -> tuple[list[int], list[TokenExplanation]]:
     """``explain_chain`` for the n'-best rescored with non-local features (module docstring)."""
     labels = structure.weights.labels
@@ -141,22 +192,27 @@ def explain_rescoring(
     predicted = cands.best()  # [T]
     pred = predicted.tolist()
     mm = max_marginals(structure.potentials(batch))  # the local model's
-    out = []
-    for t in range(len(pred)) if positions is None else positions:
+    where = range(len(pred)) if positions is None else positions
+    runners, outside = {}, set()
+    for t in where:
         other = cands.paths[:, t] != predicted[t]  # [m]
         if bool(other.any()):
             scores = torch.where(other, cands.total, torch.full_like(cands.total, float("-inf")))
-            runner_up, in_candidates = cands.paths[int(scores.argmax())], True
-        else:  # every candidate agrees here: the best local labeling with another label
-            local = mm.scores[t].clone()
-            local[pred[t]] = float("-inf")
-            r = int(local.argmax())
-            if local[r] == float("-inf"):
-                out.append(TokenExplanation(t, tokens[t], labels[pred[t]], None, None))
-                continue
-            runner_up = torch.tensor(mm.path_through(t, r), device=predicted.device)
-            in_candidates = False
-        explained = _paths_explanation(structure, batch, predicted, runner_up, namer)
-        z = runner_up.tolist()
-        out.append(_token_explanation(t, tokens, labels, pred, z, explained, in_candidates))
+            runners[t] = cands.paths[int(scores.argmax())]
+            continue
+        local = mm.scores[t].clone()  # every candidate agrees here: the best local labeling
+        local[pred[t]] = float("-inf")  # with another label
+        r = int(local.argmax())
+        if local[r] > float("-inf"):
+            runners[t] = torch.tensor(mm.path_through(t, r), device=predicted.device)
+            outside.add(t)
+    explained = explained_paths(scorer or structure, batch, predicted, runners, namer)
+    out = []
+    for t in where:
+        if t not in runners:
+            out.append(TokenExplanation(t, tokens[t], labels[pred[t]], None, None))
+            continue
+        z = runners[t].tolist()
+        item = _token_explanation(t, tokens, labels, pred, z, explained[t], t not in outside)
+        out.append(item)
     return pred, out
