@@ -195,15 +195,20 @@ class Tagger:
         between them (``explain/tokens.py``).  A token list gives one ``DocumentExplanation``
         (``positions``: only those tokens), plain text one per paragraph.  The model's full
         tables are read from its run folder on first use."""
-        explainer = self.explainer()
         if isinstance(text_or_tokens, str):
-            docs = [p.document for p in read_text(text_or_tokens)]
-            return explainer.explain(self._with_columns(docs)) if docs else []
+            return self.explain_documents([p.document for p in read_text(text_or_tokens)])
         doc = Document(tokens=list(text_or_tokens), source="<tokens>")
         if not len(doc):
             raise ValueError("no tokens to explain")
-        (out,) = explainer.explain(self._with_columns([doc]), [positions])
+        (out,) = self.explain_documents([doc], [positions])
         return out
+
+    def explain_documents(self, docs: list[Document], positions=None) -> list:
+        """``explain`` of ``Document``s: every token, or the tokens ``positions[d]`` of
+        document d (None: all of them)."""
+        if not docs:
+            return []
+        return self.explainer().explain(self._with_columns(docs), positions)
 
     def explain_weights(self, top: int = 20, pairs: bool = False) -> dict:
         """The model's top features per label, its transition matrix and non-local weights
