@@ -1,7 +1,7 @@
 """What every task writes after it trains: results.json and the hyperparameters.
 
 ``chunk_scores`` is conlleval's scores in results.json's form, ``token_results`` a plain tagging
-task's; ``finish`` writes
+task's, ``chunk_curves`` the per-type F1 and error classes of an evaluation; ``finish`` writes
 ``results.json`` (atomically) and the hyperparameters against the final metrics (the HPARAMS
 tab); ``timed`` measures a call.  What a task reports while it trains is ``training.py``'s.
 """
@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from structperc.eval.chunks import ChunkScores
+from structperc.eval.errors import chunk_errors, class_totals, error_counts
 from structperc.eval.tokens import TokenScores
 from structperc.io import atomic_write_json
 from structperc.monitor import Monitor
@@ -35,6 +36,18 @@ def chunk_scores(s: ChunkScores) -> dict:
     }
     if s.f1_document is not None:
         out["f1_document"] = s.f1_document
+    return out
+
+
+def chunk_curves(s: ChunkScores, gold, pred, sentence_starts) -> dict[str, float]:
+    """What an evaluation during training adds to TensorBoard beside the overall scores: the F1
+    of every type (``f1/<type>``), the error classes (``errors/<class>``, ``eval/errors.py``) and
+    each type's (``errors/<type>/<class>``), so the curves of a sweep's jobs compare them."""
+    errors = chunk_errors(gold, pred, sentence_starts)
+    out = {f"f1/{t}": ts.f1 for t, ts in s.per_type.items()}
+    out.update({f"errors/{k.replace(' ', '_')}": float(n) for k, n in class_totals(errors).items()})
+    for typ, classes in error_counts(errors).items():
+        out.update({f"errors/{typ}/{k.replace(' ', '_')}": float(n) for k, n in classes.items()})
     return out
 
 
