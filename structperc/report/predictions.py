@@ -3,9 +3,9 @@
 The tagging task writes each split's documents as it scored them (``tasks/labeler.py``,
 ``data.conll.write_conll``): one token a line, ``token [columns ...] gold predicted``, sentences
 separated by blank lines, and a ``-DOCSTART-`` line before each document where the corpus has
-documents (without any, each sentence is a document).  ``read_predictions`` gives each document's tokens, columns (named by the model's
-corpus record), gold and predicted tags and sentence starts; a line with another field count is a
-ValueError naming the file and line.
+documents (without any, each sentence is a document).  ``read_predictions`` gives each
+document's tokens, columns (named by the model's corpus record), gold and predicted tags and
+sentence starts; a line with another field count is a ValueError naming the file and line.
 """
 
 from __future__ import annotations

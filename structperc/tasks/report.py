@@ -9,6 +9,7 @@ tab); ``timed`` measures a call.  What a task reports while it trains is ``train
 from __future__ import annotations
 
 import logging
+import resource
 import time
 from pathlib import Path
 
@@ -66,8 +67,20 @@ def token_results(s: TokenScores) -> dict:
     }
 
 
+def peak_memory() -> dict[str, float]:
+    """The peak resident memory (MB) of this process and of its finished children (the forked
+    BPM epochs and evaluations, ``forking.py``), as the kernel counts it (``getrusage``)."""
+    kb = 1024.0  # ru_maxrss is in kilobytes on Linux
+    return {
+        "process_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / kb,
+        "children_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / kb,
+    }
+
+
 def finish(out_dir: Path, monitor: Monitor, results: dict, final: dict[str, float]) -> None:
-    """Write ``results.json`` and the hyperparameters against the ``final`` metrics."""
+    """Write ``results.json`` (with the peak memory so far) and the hyperparameters against the
+    ``final`` metrics."""
+    results.setdefault("memory", peak_memory())
     atomic_write_json(out_dir / "results.json", results)
     monitor.hparams(results.get("hparams", {}), final)
     monitor.close()
