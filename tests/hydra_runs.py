@@ -68,8 +68,8 @@ def trained_run(tmp_path_factory, data_dir: Path, name: str, overrides: list[str
 def console(program: str, *args: str, stdin: str | bytes | None = None):
     """The console script ``program`` (``structperc-tag``, ``-train``, ``-explain``, ``-report``)
     run with ``ARGS`` in this process: its function in ``structperc.console`` with ``sys.argv``
-    and the standard streams replaced, and ``HYDRA_FULL_ERROR`` unset.  A ``CompletedProcess`` with the
-    exit status a process would have: ``SystemExit``'s, or 1 and the traceback on stderr for
+    and the standard streams replaced, and ``HYDRA_FULL_ERROR`` unset.  A ``CompletedProcess``
+    with the exit status a process would have: ``SystemExit``'s, or 1 and the traceback on stderr for
     any other exception.  (A second or more less per call than a new Python importing torch.)"""
     from structperc import console as scripts
 
