@@ -70,7 +70,8 @@ def console(program: str, *args: str, stdin: str | bytes | None = None):
     run with ``ARGS`` in this process: its function in ``structperc.console`` with ``sys.argv``
     and the standard streams replaced, and ``HYDRA_FULL_ERROR`` unset.  A ``CompletedProcess``
     with the exit status a process would have: ``SystemExit``'s, or 1 and the traceback on
-    stderr for any other exception.  (A second or more less per call than a new Python importing torch.)"""
+    stderr for any other exception.  (A second or more less per call than a new Python
+    importing torch.)"""
     from structperc import console as scripts
 
     entry = {
