@@ -75,7 +75,7 @@ def build_report(run_dir: str | Path, split: str = "test", limit: int = 1000, to
         for s in ("dev", "test")
         if isinstance(r.get(s), dict)
     )
-    learner = (run.config.get("learner") or {}).get("_target_", "?").rsplit(".", 1)[-1]
+    learner = (r.get("hparams") or {}).get("learner") or r.get("task") or "?"
     title = f"structperc run {run.path.name}"
     subtitle = f"{learner}; {headline}; {run.path.resolve()}"
     parts = [

@@ -31,25 +31,26 @@ def is_chunking(labels: list[str]) -> bool:
 
 # -- settings and data ----------------------------------------------------------------------------
 def settings_section(run: RunFolder) -> str:
-    cfg = run.config
-    rows = []
-    for key in ("task", "learner", "decoder", "trainer", "features", "data"):
-        value = cfg.get(key)
-        if isinstance(value, dict):
-            shown = {k: v for k, v in value.items() if not isinstance(v, dict | list)}
-            rows.append([key, ", ".join(f"{k}={v}" for k, v in shown.items())])
+    hparams = run.results.get("hparams") or {}
+    groups: dict[str, list[str]] = {}
+    for key, value in hparams.items():
+        group, _, name = key.partition(".")
+        groups.setdefault(group, []).append(f"{name}={value}" if name else str(value))
+    rows = [[group, ", ".join(items)] for group, items in groups.items()]
     header = (
         f"<p>Command (from <code>.hydra/overrides.yaml</code>):</p><pre>{text(run.command)}</pre>"
         if run.overrides
         else "<p class='small'>No .hydra/overrides.yaml: the command is not recorded.</p>"
     )
-    full = (
-        f"<details><summary>The composed settings (.hydra/config.yaml)</summary>"
-        f"<pre>{text(_yaml(cfg))}</pre></details>"
-        if cfg
-        else ""
-    )
-    return header + table(["group", "settings"], rows, left=2) + full
+    body = header
+    if rows:
+        body += table(["group", "settings (results.json's hparams)"], rows, left=2)
+    if run.config:
+        body += (
+            "<details><summary>The composed settings (.hydra/config.yaml)</summary>"
+            f"<pre>{text(_yaml(run.config))}</pre></details>"
+        )
+    return body
 
 
 def _yaml(obj) -> str:
@@ -149,12 +150,15 @@ def error_classes_section(errors: dict[str, list[ChunkError]]) -> str:
         "<b>spurious</b> (<code>structperc/eval/errors.py</code>).</p>"
     )
     for split, errs in errors.items():
+        if not errs:
+            body += f"<h3>{text(split)}</h3><p>No errors: every chunk is right.</p>"
+            continue
         counts = error_counts(errs)
         rows = [[t, *[c[k] for k in CLASSES], sum(c.values())] for t, c in counts.items()]
         totals = [sum(r[1 + i] for r in rows) for i in range(len(CLASSES) + 1)]
         rows.append(["all", *totals])
         body += f"<h3>{text(split)}</h3><div class='grid'>"
-        body += table(["type", *CLASSES, "errors"], rows)
+        body += table(["entity type", *CLASSES, "errors"], rows)
         body += plots.stacked_errors(counts, CLASSES) + "</div>"
     return body
 
