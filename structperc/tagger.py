@@ -216,12 +216,12 @@ class Tagger:
         return self.explainer().explain_weights(top, pairs)
 
     def explainer(self):
-        """The model with its full tables (``explain.tagging.TaggingExplainer``), loaded from
+        """The model with its full tables (``explainer.TaggingExplainer``), loaded from
         its run folder on first use."""
         if self.run_dir is None:
             raise ValueError("explaining needs the model's run folder: use Tagger.load(run_dir)")
         if self._explainer is None:
-            from structperc.explain.tagging import TaggingExplainer
+            from structperc.explainer import TaggingExplainer
 
             self._explainer = TaggingExplainer.load(self.run_dir, **self._load_options)
         return self._explainer

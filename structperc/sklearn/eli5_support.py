@@ -19,8 +19,9 @@ import numpy as np
 _registered = False
 
 
-def register() -> bool:
-    """Register the face's ``CRF`` with eli5's ``explain_weights``; False without eli5."""
+def register(estimator: type) -> bool:
+    """Register ``estimator`` (the face's ``CRF``) with eli5's ``explain_weights``; False
+    without eli5."""
     global _registered
     if _registered:
         return True
@@ -28,9 +29,7 @@ def register() -> bool:
         return False
     from eli5.explain import explain_weights
 
-    from structperc.sklearn.estimator import CRF
-
-    explain_weights.register(CRF)(explain_crf_weights)
+    explain_weights.register(estimator)(explain_crf_weights)
     _registered = True
     return True
 

@@ -186,7 +186,7 @@ class CRF(BaseEstimator):
         self._model = FittedModel.of(weights, attributes, info)
         self._structure, self._structure_key = None, None
         self.training_log_: TrainingLog = log
-        register_eli5()  # eli5.explain_weights(crf), where eli5 is installed
+        register_eli5(CRF)  # eli5.explain_weights(crf), where eli5 is installed
         return self
 
     def _chain_data(self, X, attributes, name, labels=None, y=None) -> ChainData:
@@ -372,7 +372,7 @@ class CRF(BaseEstimator):
         self._model = None if stored is None else FittedModel.from_bytes(*stored)
         self._structure, self._structure_key = None, None
         if self._model is not None:
-            register_eli5()
+            register_eli5(CRF)
 
 
 def chain_data(features, values, name: str, labels=None, y=None) -> ChainData:

@@ -4,7 +4,8 @@
 tagging keeps a compact read-only table, ``model/compact_table.py``, whose entries cannot be
 read one by one) and its structure, the chain or the n'-best rescored with non-local features
 (``tasks.loading.structure_from_model``); loading reads tensors and JSON only.  It explains
-documents token by token (``tokens.py``) and the model's weights (``weights.py``), as JSON.
+documents token by token (``explain/tokens.py``) and the model's weights (``explain/weights.py``),
+as JSON.
 """
 
 from __future__ import annotations
