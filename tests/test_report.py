@@ -129,3 +129,40 @@ def test_the_page_renders_in_a_headless_browser(token_model, tmp_path):
     if keep:
         Path(keep).mkdir(parents=True, exist_ok=True)
         (Path(keep) / "test_report.png").write_bytes(png)
+
+
+@pytest.fixture(scope="module")
+def one_epoch_model(tmp_path_factory, synthetic_dir) -> Path:
+    """A chain on token attributes after one epoch on two documents: it still makes errors."""
+    from hydra_runs import TOKEN_FEATURES
+
+    overrides = ["+experiment=conll03_local", "trainer.max_epochs=1", "data.train_docs=2"]
+    overrides += TOKEN_FEATURES
+    return trained_run(tmp_path_factory, synthetic_dir, "one_epoch", overrides)
+
+
+def test_tensorboard_gets_per_type_f1_and_the_error_classes_of_every_evaluation(one_epoch_model):
+    """The last evaluation (the final averaged weights, max_epochs reached) counts what the
+    dev predictions hold."""
+    token_model = one_epoch_model
+    from structperc.eval.chunks import evaluate
+    from structperc.eval.errors import CLASSES, class_totals
+    from structperc.report.run_folder import read_scalars
+
+    scalars = read_scalars(token_model / "tb")
+    items = read_predictions(token_model / "dev.pred.txt")
+    gold, pred = [p.doc.tags for p in items], [p.pred for p in items]
+    starts = [p.doc.sentence_starts for p in items]
+    scores = evaluate(gold, pred, starts)
+    epochs = len(scalars["dev/f1"])
+    for typ, s in scores.per_type.items():
+        assert len(scalars[f"dev/f1/{typ}"]) == epochs
+        assert scalars[f"dev/f1/{typ}"][-1][1] == pytest.approx(s.f1, abs=1e-4)
+    errors = chunk_errors(gold, pred, starts)
+    assert errors  # something to count
+    for kind, n in class_totals(errors).items():
+        assert scalars[f"dev/errors/{kind.replace(' ', '_')}"][-1][1] == n
+    for typ, classes in error_counts(errors).items():
+        assert [scalars[f"dev/errors/{typ}/{k.replace(' ', '_')}"][-1][1] for k in CLASSES] == list(
+            classes.values()
+        )
