@@ -86,8 +86,8 @@ def key_value_settings(
     """The settings of a small command (no Hydra config): ``defaults`` with each ``key=value``
     of ``args`` (a key's kind is its default's: a whole number, true/false or text; a default
     of None takes text; a default ``...`` marks a required key).  ``--help`` prints
-    ``PROGRAM — help_text`` and the usage line, and exits 0; an unknown key, a value of the wrong kind or a missing required
-    key is ``usage_error``."""
+    ``PROGRAM — help_text`` and the usage line, and exits 0; an unknown key, a value of the
+    wrong kind or a missing required key is ``usage_error``."""
     if any(a in ("-h", "--help") for a in args):
         print(f"{program} — {help_text.strip()}\n\nusage: {program} {usage}")
         raise SystemExit(0)

@@ -89,7 +89,7 @@ def readme(run: Path, results: dict, classes: dict, sections: list[str]) -> str:
     ]
     for split in ("dev", "test"):
         lines += [f"Error classes on {split} (`structperc/eval/errors.py`):", ""]
-        lines.append("| type | " + " | ".join(CLASSES) + " | errors |")
+        lines.append("| entity type | " + " | ".join(CLASSES) + " | errors |")
         lines.append("|---" * (len(CLASSES) + 2) + "|")
         for typ, counts in classes[split].items():
             cells = " | ".join(str(counts[k]) for k in CLASSES)

@@ -25,7 +25,8 @@ th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; vertical-a
 th { background: #f0f3f6; } td.l, th.l { text-align: left; }
 .grid { display: flex; flex-wrap: wrap; gap: 18px; align-items: flex-start; }
 .small { font-size: 12px; color: #555; }
-pre { background: #f6f6f6; padding: 8px; overflow-x: auto; font-size: 12px; }
+pre { background: #f6f6f6; padding: 8px; overflow-x: auto; font-size: 12px;
+      white-space: pre-wrap; }
 code { font-size: 12px; }
 .sent { line-height: 2.4; font-size: 14px; }
 .tok { padding: 1px 2px; }

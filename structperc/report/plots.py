@@ -49,7 +49,7 @@ def grouped_bars(groups: list[str], series: dict[str, list[float]], ylabel: str)
         ax.bar_label(bars, fmt="%.1f", fontsize=7)
     ax.set_xticks(range(len(groups)), groups)
     ax.set_ylabel(ylabel)
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return to_svg(fig)
 
 
