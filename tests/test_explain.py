@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 from test_structures import CASES, LabelChunkCase
 
 from structperc.data.label_chunk import chunks
@@ -267,3 +268,55 @@ def test_a_saved_model_explains_text_and_files(token_model, tmp_path):
     assert len(first["contributions"]) <= 3 and "per_label" in out["weights"]
     bad = console("structperc-explain", f"model={token_model}", "input=x", "output=-", "colour=red")
     assert bad.returncode == 2 and "unknown setting colour=" in bad.stderr
+
+
+# -- weights --------------------------------------------------------------------------------------
+def test_the_top_weights_of_every_model_kind_are_its_largest_and_most_negative():
+    from structperc.explain.weights import (
+        chain_weights,
+        label_chunk_weights,
+        non_local_weights,
+        ranker_weights,
+    )
+
+    structure, _ = next(c for c in CASES if c.name == "rescoring").build(0)
+    weights, labels = structure.weights, structure.weights.labels
+    namer = chain_namer(labels, lambda r: f"f{r}")
+    out = chain_weights(weights, namer, top=2, pairs=True, bias=4)
+    node = weights.tables()["node"]
+    for j, label in enumerate(labels):
+        column = sorted(node[:, j].tolist())
+        ranked = out["per_label"][label]
+        assert [x["weight"] for x in ranked["positive"]] == pytest.approx(
+            [w for w in column[::-1][:2] if w > 0]
+        )
+        assert [x["weight"] for x in ranked["negative"]] == pytest.approx(
+            [w for w in column[:2] if w < 0]
+        )
+    L = len(labels)
+    bias_edges = weights.tables()["edge"][4].view(L, L)
+    assert torch.equal(torch.tensor(out["transitions"], dtype=bias_edges.dtype), bias_edges)
+    assert len(out["per_label_pair"]) == L * L
+    names = structure.doc_features.feature_names()
+    families = non_local_weights(weights, names)
+    assert sum(len(v) for v in families.values()) == len(names)
+    assert set(families) == {n.split("=")[0] for n in names}
+    table = weights.tables()["global"][:, 0].tolist()
+    for items in families.values():
+        assert all(x["weight"] == pytest.approx(table[names.index(x["feature"])]) for x in items)
+
+    case = next(c for c in CASES if c.name == "candidate_list")
+    ranker, _ = case.build(0)
+    rnamer = ranker_namer([f"g{k}" for k in range(6)], ["A", "B", "C"], lambda r: f"f{r}")
+    out = ranker_weights(ranker.weights, rnamer, top=3)
+    assert out["base"]["weight"] == pytest.approx(float(ranker.weights.base[0, 0]))
+    top = max(ranker.weights.tables()["global"][:, 0].tolist())
+    if top > 0:
+        assert out["global"]["positive"][0]["weight"] == pytest.approx(top)
+
+    chunker, _ = LabelChunkCase().build(0)
+    w = chunker.weights
+    lnamer = LabelChunkNamer({g: Named() for g in w.widths}, w.pos_tags, w.chunk_tags)
+    out = label_chunk_weights(w, lnamer, top=1)
+    assert set(out) == set(w.widths) and len(out["pos_edge"]) == w.widths["pos_edge"]
+    assert "NP/N -> V" in out["pos_edge"] and "O -> NP" in out["chunk_edge"]

@@ -22,6 +22,9 @@ from structperc.io import read_json
 from structperc.report.predictions import Predicted, read_predictions
 
 SPLITS = ("dev", "test")
+# the tasks whose prediction files are token, columns, gold tag, predicted tag (the joint and
+# cascade tasks write two tag pairs, POS and NP, and are not read)
+TAG_PAIR_TASKS = ("tagging", "rerank")
 
 
 @dataclass
@@ -49,6 +52,13 @@ class RunFolder:
     @property
     def corpus(self) -> dict:
         return (self.model or {}).get("info", {}).get("corpus") or {}
+
+    @property
+    def task(self) -> str:
+        """The task that made the run (results.json's), "tagging" when it does not say."""
+        return (
+            self.results.get("task") or (self.results.get("hparams") or {}).get("task") or "tagging"
+        )
 
     @property
     def command(self) -> str:
@@ -99,7 +109,7 @@ def read_run(path: str | Path) -> RunFolder:
         run.model = read_json(path / "model.json")
     skip = ("token", "_", run.corpus.get("label"))
     middle = [c for c in run.corpus.get("columns", []) if c not in skip]
-    for split in SPLITS:
+    for split in SPLITS if run.task in TAG_PAIR_TASKS else ():
         file = path / f"{split}.pred.txt"
         if file.is_file():
             run.predictions[split] = read_predictions(file, middle or None)
