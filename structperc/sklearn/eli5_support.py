@@ -34,9 +34,15 @@ def register(estimator: type) -> bool:
     return True
 
 
-def explain_crf_weights(crf, top: int = 20, targets=None, **_ignored):
+def explain_crf_weights(crf, top: int = 20, targets=None, **options):
     """eli5's ``Explanation`` of the face's ``CRF`` (``targets``: the labels to show, in that
-    order; default every label)."""
+    order; default every label).  eli5's other options (``feature_re``, ``feature_filter``,
+    ``target_names`` ...) are not supported: ValueError naming them."""
+    given = sorted(k for k, v in options.items() if v is not None)
+    if given:
+        raise ValueError(
+            f"eli5.explain_weights on structperc's CRF takes top= and targets=, not {given}"
+        )
     from eli5.base import (
         Explanation,
         FeatureWeight,
