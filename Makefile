@@ -43,8 +43,9 @@ WC_SHIPPED := experiments/wordclasses/classes
 WC_FILES := $(patsubst $(WC_SHIPPED)/%.gz,$(WC_CACHE)/%,$(wildcard $(WC_SHIPPED)/*.json.gz))
 MAIN_FEATURES := features=kazama_wordclasses features.word_classes.architecture=cbow features.word_classes.brown=1000
 
-run: $(STAMP) $(TAGGER)/results.json $(WC_FILES) ## The main job: Kazama & Torisawa's proposed algorithm with non-local features and word classes on CoNLL-2003, into runs/main (with the column tagger: make tagger)
+run: $(STAMP) $(TAGGER)/results.json $(WC_FILES) ## The main job: Kazama & Torisawa's proposed algorithm with non-local features and word classes on CoNLL-2003, into runs/main (with the column tagger: make tagger), and its report page runs/main/report.html
 	$(PY) -m structperc.run +experiment=conll03_nonlocal $(MAIN_FEATURES) features.tagger=$(TAGGER) hydra.run.dir=$(MAIN_RUN)
+	$(PY) -m structperc.report.cli run=$(MAIN_RUN)
 
 $(WC_CACHE)/%.json: $(WC_SHIPPED)/%.json.gz
 	mkdir -p $(WC_CACHE) && gunzip -c $< > $@.part && mv $@.part $@

@@ -78,3 +78,35 @@ def run_entry_point(program: str, hydra_main: Callable[[], object]) -> None:
     anywhere in it, Hydra's own config composition included, ends in one line."""
     with interrupts_cleanly(program):
         hydra_main()
+
+
+def key_value_settings(
+    program: str, usage: str, args: Sequence[str], defaults: dict, help_text: str = ""
+) -> dict:
+    """The settings of a small command (no Hydra config): ``defaults`` with each ``key=value``
+    of ``args`` (a key's kind is its default's: a whole number, true/false or text; a default
+    of None takes text; a default ``...`` marks a required key).  ``--help`` prints
+    ``PROGRAM — help_text`` and the usage line, and exits 0; an unknown key, a value of the
+    wrong kind or a missing required key is ``usage_error``."""
+    if any(a in ("-h", "--help") for a in args):
+        print(f"{program} — {help_text.strip()}\n\nusage: {program} {usage}")
+        raise SystemExit(0)
+    out = dict(defaults)
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        if not sep or key not in defaults:
+            what = f"unknown setting {key}=" if sep else "a setting is key=value"
+            usage_error(program, usage, f"{what} in {arg!r}")
+        kind = defaults[key]
+        if isinstance(kind, bool):
+            if value not in ("true", "false"):
+                usage_error(program, usage, f"{key}={value!r}: expected true or false")
+            out[key] = value == "true"
+        elif isinstance(kind, int):
+            if not value.lstrip("-").isdigit():
+                usage_error(program, usage, f"{key}={value!r}: expected a whole number")
+            out[key] = int(value)
+        else:
+            out[key] = None if value == "null" else value
+    require_settings(program, usage, [k for k, v in out.items() if v is ...])
+    return out

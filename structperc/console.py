@@ -1,4 +1,5 @@
-"""The console scripts ``structperc-train`` and ``structperc-tag`` (pyproject.toml).
+"""The console scripts ``structperc-train``, ``structperc-tag``, ``structperc-explain`` and
+``structperc-report`` (pyproject.toml).
 
 Each imports its entry point (``structperc.run``, ``structperc.predict``) inside
 ``cli.interrupts_cleanly``: importing torch takes seconds, and Ctrl-C meanwhile ends in one line
@@ -24,5 +25,21 @@ def tag() -> None:
     """``structperc-tag``: ``structperc.predict.main``."""
     with interrupts_cleanly("structperc-tag"):
         from structperc.predict import main
+
+        main()
+
+
+def explain() -> None:
+    """``structperc-explain``: ``structperc.explaining.main``."""
+    with interrupts_cleanly("structperc-explain"):
+        from structperc.explaining import main
+
+        main()
+
+
+def report() -> None:
+    """``structperc-report``: ``structperc.report.cli.main``."""
+    with interrupts_cleanly("structperc-report"):
+        from structperc.report.cli import main
 
         main()

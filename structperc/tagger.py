@@ -72,6 +72,9 @@ class Tagger:
         self.batch_size, self.device = batch_size, device
         self.corpus = corpus
         structure.weights.to(device)
+        self.run_dir: Path | None = None  # the run folder it was loaded from (``explain``)
+        self._explainer = None
+        self._load_options: dict = {}  # n and constraints as given to ``load``
 
     @property
     def corpus_format(self) -> ColumnFormat | None:
@@ -135,7 +138,10 @@ class Tagger:
             column_tagger = ColumnTagger.load(carried if carried.is_dir() else features.tagger)
         elif column_tagger is None and carried.is_dir():  # for input without the columns
             column_tagger = carried
-        return cls(structure, features, column_tagger, batch_size, device, info.get("corpus"))
+        tagger = cls(structure, features, column_tagger, batch_size, device, info.get("corpus"))
+        tagger.run_dir = Path(run_dir)
+        tagger._load_options = {"n": n, "constraints": constraints}
+        return tagger
 
     @property
     def labels(self) -> list[str]:
@@ -187,6 +193,42 @@ class Tagger:
     def tag(self, tokens: list[str]) -> list[str]:
         """The tags of one tokenized document."""
         return self.tag_documents([Document(tokens=list(tokens), source="<tokens>")])[0]
+
+    def explain(self, text_or_tokens: str | list[str], positions: list[int] | None = None):
+        """Why each token got its label: the runner-up label, the margin and the features
+        between them (``explain/tokens.py``).  A token list gives one ``DocumentExplanation``
+        (``positions``: only those tokens), plain text one per paragraph.  The model's full
+        tables are read from its run folder on first use."""
+        if isinstance(text_or_tokens, str):
+            return self.explain_documents([p.document for p in read_text(text_or_tokens)])
+        doc = Document(tokens=list(text_or_tokens), source="<tokens>")
+        if not len(doc):
+            raise ValueError("no tokens to explain")
+        (out,) = self.explain_documents([doc], [positions])
+        return out
+
+    def explain_documents(self, docs: list[Document], positions=None) -> list:
+        """``explain`` of ``Document``s: every token, or the tokens ``positions[d]`` of
+        document d (None: all of them)."""
+        if not docs:
+            return []
+        return self.explainer().explain(self._with_columns(docs), positions)
+
+    def explain_weights(self, top: int = 20, pairs: bool = False) -> dict:
+        """The model's top features per label, its transition matrix and non-local weights
+        (``TaggingExplainer.explain_weights``)."""
+        return self.explainer().explain_weights(top, pairs)
+
+    def explainer(self):
+        """The model with its full tables (``explainer.TaggingExplainer``), loaded from
+        its run folder on first use."""
+        if self.run_dir is None:
+            raise ValueError("explaining needs the model's run folder: use Tagger.load(run_dir)")
+        if self._explainer is None:
+            from structperc.explainer import TaggingExplainer
+
+            self._explainer = TaggingExplainer.load(self.run_dir, **self._load_options)
+        return self._explainer
 
     def entities(self, text: str) -> list[dict]:
         """The entities of plain text with character offsets: ``{"start", "end", "type",

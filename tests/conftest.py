@@ -7,7 +7,9 @@ holds the data.  With ``STRUCTPERC_REQUIRE_DATA=1`` (set by ``.ci/run``) a skipp
 test is reported as a failure instead, so a missing data folder cannot pass CI silently.  Tests
 marked ``cuda`` (``tests/test_gpu.py``) skip with a reason where torch sees no CUDA device; with
 ``STRUCTPERC_REQUIRE_CUDA=1`` (set it on a GPU machine) such a skip is a failure, so a torch
-built without CUDA or a machine without a driver cannot pass for a GPU run.
+built without CUDA or a machine without a driver cannot pass for a GPU run.  Tests marked
+``chromium`` (the report page in a headless browser) skip where Debian's chromium is not on
+PATH; ``.ci/run`` installs it and sets ``STRUCTPERC_REQUIRE_CHROMIUM=1``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ pytest_plugins = ["pytester"]  # tests/test_required_skips.py runs this conftest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # marker -> the variable that, set to 1, makes a skipped test of that marker a failure
-REQUIRE_ENV = {"realdata": "STRUCTPERC_REQUIRE_DATA", "cuda": "STRUCTPERC_REQUIRE_CUDA"}
+REQUIRE_ENV = {
+    "realdata": "STRUCTPERC_REQUIRE_DATA",
+    "cuda": "STRUCTPERC_REQUIRE_CUDA",
+    "chromium": "STRUCTPERC_REQUIRE_CHROMIUM",
+}
 
 
 def _candidate_data_dirs() -> list[Path]:

@@ -66,14 +66,20 @@ def trained_run(tmp_path_factory, data_dir: Path, name: str, overrides: list[str
 
 
 def console(program: str, *args: str, stdin: str | bytes | None = None):
-    """The console script ``program`` (``structperc-tag`` or ``structperc-train``) run with
-    ``ARGS`` in this process: its function in ``structperc.console`` with ``sys.argv`` and the
-    standard streams replaced, and ``HYDRA_FULL_ERROR`` unset.  A ``CompletedProcess`` with the
-    exit status a process would have: ``SystemExit``'s, or 1 and the traceback on stderr for
-    any other exception.  (A second or more less per call than a new Python importing torch.)"""
+    """The console script ``program`` (``structperc-tag``, ``-train``, ``-explain``, ``-report``)
+    run with ``ARGS`` in this process: its function in ``structperc.console`` with ``sys.argv``
+    and the standard streams replaced, and ``HYDRA_FULL_ERROR`` unset.  A ``CompletedProcess``
+    with the exit status a process would have: ``SystemExit``'s, or 1 and the traceback on
+    stderr for any other exception.  (A second or more less per call than a new Python
+    importing torch.)"""
     from structperc import console as scripts
 
-    entry = {"structperc-tag": scripts.tag, "structperc-train": scripts.train}[program]
+    entry = {
+        "structperc-tag": scripts.tag,
+        "structperc-train": scripts.train,
+        "structperc-explain": scripts.explain,
+        "structperc-report": scripts.report,
+    }[program]
     data = stdin.encode() if isinstance(stdin, str) else stdin or b""
     streams = (io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"), io.StringIO(), io.StringIO())
     saved = (sys.argv, sys.stdin, sys.stdout, sys.stderr)

@@ -149,11 +149,11 @@ LAYERS = [  # lower layers never import higher ones
     {"structperc.features"},
     {"structperc.model", "structperc.decode", "structperc.checkpoint"},
     {"structperc.structures"},
-    {"structperc.learn"},
+    {"structperc.learn", "structperc.explain"},
     {"structperc.train", "structperc.crf", "structperc.rerank", "structperc.native"},
     {"structperc.tasks", "structperc.sklearn"},
-    {"structperc.tagger"},
-    {"structperc.run", "structperc.predict"},
+    {"structperc.tagger", "structperc.explainer"},
+    {"structperc.run", "structperc.predict", "structperc.explaining", "structperc.report"},
     {CONSOLE},
 ]
 

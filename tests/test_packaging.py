@@ -52,7 +52,12 @@ def _console_scripts() -> dict[str, str]:
 
 def test_the_installed_console_scripts_show_their_help(tmp_path):
     scripts = _console_scripts()
-    assert set(scripts) == {"structperc-train", "structperc-tag"}
+    assert set(scripts) == {
+        "structperc-train",
+        "structperc-tag",
+        "structperc-explain",
+        "structperc-report",
+    }
     for name, target in scripts.items():
         module, function = target.split(":")
         done = _as_console_script(module, "--help", cwd=tmp_path, function=function)

@@ -67,13 +67,15 @@ def test_make_run_makes_the_tagger_first_and_gives_it_to_the_main_job(tmp_path):
         f"features.tagger={tagger} "
         f"hydra.run.dir={tmp_path / 'main'}"
     )
+    assert lines[6].endswith(f"-m structperc.report.cli run={tmp_path / 'main'}")  # its page
     tagger.mkdir()
     (tagger / "results.json").write_text("{}")
     classes.mkdir()
     for p in shipped:
         (classes / p.name.removesuffix(".gz")).write_text("{}")
     lines = make_dry_run("run", tmp_path, **folders).splitlines()
-    assert len(lines) == 1 and "conll03_nonlocal" in lines[0]  # cached: the main job alone
+    assert len(lines) == 2 and "conll03_nonlocal" in lines[0]  # cached: the main job alone
+    assert "structperc.report.cli" in lines[1]  # and its report page
 
 
 def test_the_readme_tags_text_with_the_folders_the_makefile_writes():

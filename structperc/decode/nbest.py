@@ -305,7 +305,7 @@ def two_best(potentials: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
         cands = start_c
     second, flat = cands.view(B, -1).max(dim=1)  # [B]
     scores[:, 1] = second
-    fwd = _forward_pointers(potentials, beta)  # [B, T, L]
+    fwd = forward_pointers(potentials, beta)  # [B, T, L]
     for b, (f, s, n) in enumerate(
         zip(flat.tolist(), second.tolist(), lengths.tolist(), strict=True)
     ):
@@ -328,7 +328,7 @@ def two_best(potentials: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
     return paths, scores
 
 
-def _forward_pointers(potentials: Tensor, beta: Tensor) -> Tensor:
+def forward_pointers(potentials: Tensor, beta: Tensor) -> Tensor:
     """fp [B, T, L]: fp[b, t, i] = argmax_j M_{t+1}[i, j] + beta_{t+1}[j] (last position: 0)."""
     B, T, L, _ = potentials.shape
     fp = torch.zeros((B, T, L), dtype=torch.long, device=potentials.device)

@@ -42,12 +42,16 @@ except ImportError as error:  # pragma: no cover - the extra is missing
 from structperc.crf.edges import padded_nodes
 from structperc.decode.marginals import node_marginals
 from structperc.decode.transition_scan import shared_transition_log_partition
+from structperc.explain.names import chain_namer
+from structperc.explain.tokens import DocumentExplanation, explain_chain
+from structperc.explain.weights import chain_weights
 from structperc.learn.fitting import FitSettings
 from structperc.model.batch import FeatureBatch, make_batch
 from structperc.model.weights import ChainWeights
 from structperc.native.chain_predict import compiled_chain
 from structperc.sklearn.algorithms import ALGORITHMS, make_learner, resolved
 from structperc.sklearn.attributes import AttributeDictionary
+from structperc.sklearn.eli5_support import register as register_eli5
 from structperc.sklearn.metrics import flat_accuracy_score
 from structperc.sklearn.model import FittedModel
 from structperc.sklearn.parallel import train_parallel, usable_jobs
@@ -187,6 +191,7 @@ class CRF(BaseEstimator):
         self._model = FittedModel.of(weights, attributes, info)
         self._structure, self._structure_key = None, None
         self.training_log_: TrainingLog = log
+        register_eli5(CRF)  # eli5.explain_weights(crf), where eli5 is installed
         return self
 
     def _check_constraints(self) -> None:
@@ -329,6 +334,33 @@ class CRF(BaseEstimator):
 
         return [result or [[]] for result in self._decoded(X, decode)]
 
+    # -- explanations --------------------------------------------------------------------------
+    def explain_weights(self, top: int = 20) -> dict:
+        """Per label its ``top`` largest and most negative state weights (attribute names), and
+        the transition matrix [L][L] (from, to), as JSON (``explain/weights.py``)."""
+        model = self.model_
+        weights = model.weights("cpu")
+        return chain_weights(
+            weights, chain_namer(model.labels, model.attributes.names.__getitem__, False), top
+        )
+
+    @torch.no_grad()
+    def explain_prediction(self, xseq) -> DocumentExplanation:
+        """Why each item of one sequence got its label: the runner-up label (the best labeling
+        with another label there), the margin and the attributes and transitions between them,
+        whose contributions add up to the margin (``explain/tokens.py``)."""
+        if not len(xseq):
+            raise ValueError("xseq has no items to explain")
+        model = self.model_
+        data = chain_data(*model.attributes.transform([xseq], "xseq"), "xseq")
+        batch = make_batch(data.features, [0]).to(self.device)
+        structure = self.structure_()
+        exact = ChainStructure(model.weights(self.device).double(), structure.constraints)
+        namer = chain_namer(model.labels, model.attributes.names.__getitem__, False)
+        tokens = [str(t) for t in range(len(xseq))]
+        pred, items = explain_chain(structure, batch, tokens, namer, scorer=exact)
+        return DocumentExplanation(None, tokens, [model.labels[i] for i in pred], items)
+
     def score(self, X, y) -> float:
         """Token accuracy of ``predict(X)`` against ``y``."""
         return flat_accuracy_score(y, self.predict(X))
@@ -348,6 +380,8 @@ class CRF(BaseEstimator):
         self.__dict__.update(state)
         self._model = None if stored is None else FittedModel.from_bytes(*stored)
         self._structure, self._structure_key = None, None
+        if self._model is not None:
+            register_eli5(CRF)
 
 
 def chain_data(features, values, name: str, labels=None, y=None) -> ChainData:

@@ -41,7 +41,7 @@ from structperc.model.files import save_model
 from structperc.model.updates import Updater
 from structperc.structures.chain import ChainData
 from structperc.structures.rescoring import DocumentRescoring
-from structperc.tasks.report import chunk_scores, token_results
+from structperc.tasks.report import chunk_curves, chunk_scores, token_results
 from structperc.tasks.structure import labeler_structure
 from structperc.tasks.training import Evaluation, ModelSettings, TrainingRun, history_rows
 
@@ -134,10 +134,14 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
     metric = "f1" if has_chunks(labels) else "accuracy"
 
     def evaluate_during_training() -> dict[str, float]:
-        sc, _ = score_predictions(labels, corpus[eval_split], decode(eval_split, during_training))
+        docs = corpus[eval_split]
+        sc, pred = score_predictions(labels, docs, decode(eval_split, during_training))
         out = {"f1": sc.f1, "precision": sc.precision, "recall": sc.recall, "accuracy": sc.accuracy}
         if sc.f1_document is not None:  # whole documents: TensorBoard <split>/f1_document
             out["f1_document"] = sc.f1_document
+        if metric == "f1":  # per type, and the error classes
+            gold = [iobes_to_iob2(d.tags) for d in docs]
+            out.update(chunk_curves(sc, gold, pred, [d.sentence_starts for d in docs]))
         return out
 
     result = run.fit_model(

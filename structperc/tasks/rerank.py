@@ -53,7 +53,7 @@ from structperc.structures.voting import VoteState
 from structperc.tasks.inputs import document_features, tagging_inputs
 from structperc.tasks.jackknife import generate_fold
 from structperc.tasks.registry import task
-from structperc.tasks.report import chunk_scores, finish
+from structperc.tasks.report import chunk_curves, chunk_scores, finish
 from structperc.tasks.training import Evaluation, FitSettings, TrainingRun, history_rows
 
 log = logging.getLogger(__name__)
@@ -285,11 +285,13 @@ def run_rerank(settings: RerankSettings, out_dir: Path, group: Group = SERIAL) -
         return evaluate([d.tags for d in docs], pred, [d.sentence_starts for d in docs]), pred
 
     def evaluate_during_training() -> dict[str, float]:
-        s, _ = split_f1(eval_split, predict(eval_split))
+        s, pred = split_f1(eval_split, predict(eval_split))
         if s.f1 > best["f1"]:
             best.update(f1=s.f1, tables={n: t.clone() for n, t in weights.tables().items()})
             best.update(seen=updater.seen, updates=len(updater.history or []))
-        return {"f1": s.f1, "precision": s.precision, "recall": s.recall}
+        docs = corpus[eval_split]
+        curves = chunk_curves(s, [d.tags for d in docs], pred, [d.sentence_starts for d in docs])
+        return {"f1": s.f1, "precision": s.precision, "recall": s.recall, **curves}
 
     t0 = time.perf_counter()
     # not forkable: the evaluation keeps the best epoch's weights

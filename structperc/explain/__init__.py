@@ -1,0 +1,12 @@
+"""Explanations of every model kind: why a labeling, and what the weights say.
+
+    contributions.py  a delta Φ(y') − Φ(z) read against the weights: each feature's share
+    names.py          names of the tables' rows (features) and columns (labels, pairs, tags)
+    tokens.py         a chain's or the rescoring's runner-up per token, and the margin's split
+    label_chunk.py    the label-chunk model's runner-ups per token (POS) and per chunk
+    ranking.py        a reranker's winner against its runner-up candidate
+    weights.py        top features per label and label pair, transitions, non-local families
+
+A saved tagging model is explained by ``structperc.explainer`` (``Tagger.explain``), the
+scikit-learn face by ``CRF.explain_weights`` and ``CRF.explain_prediction``.
+"""
