@@ -6,6 +6,7 @@ import codecs
 import hashlib
 import json
 import os
+import struct
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -13,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 STDIO = "-"  # a path that means standard input (reading) or standard output (writing)
 
@@ -140,15 +141,50 @@ def atomic_write_json(path: str | Path, obj) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
 
 
+# safetensors' names of torch's types (the format's header: github.com/huggingface/safetensors)
+SAFETENSORS_DTYPES = {
+    torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
+    torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
+    torch.uint8: "U8", torch.bool: "BOOL",
+}  # fmt: skip
+
+
 def atomic_save_tensors(path: str | Path, tensors: dict[str, torch.Tensor]) -> None:
-    """``safetensors`` file written atomically; tensors are made contiguous CPU copies."""
+    """A ``safetensors`` file written atomically, tensor by tensor from its own memory: no
+    copy of the tables (``safetensors.torch.save_file`` builds the bytes of every tensor
+    before writing, twice the model's size at the peak), the bytes ``save_file`` writes
+    (its order: larger types first, then names; the header padded to 8 bytes)."""
     path = Path(path)
+    cpu = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
+    order = sorted(cpu, key=lambda k: (-cpu[k].element_size(), k))
+    header: dict = {}
+    offset = 0
+    for k in order:
+        t = cpu[k]
+        if t.dtype not in SAFETENSORS_DTYPES:
+            raise ValueError(f"tensor {k!r}: type {t.dtype} has no safetensors name")
+        size = t.numel() * t.element_size()
+        header[k] = {
+            "dtype": SAFETENSORS_DTYPES[t.dtype],
+            "shape": list(t.shape),
+            "data_offsets": [offset, offset + size],
+        }
+        offset += size
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
     with errors_name(path):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
         try:
-            save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, tmp)
+            with os.fdopen(fd, "wb") as f:
+                f.write(struct.pack("<Q", len(text)))
+                f.write(text)
+                for k in order:
+                    t = cpu[k]
+                    if t.numel():
+                        raw = t.view(torch.int16) if t.dtype == torch.bfloat16 else t
+                        f.write(memoryview(raw.numpy()).cast("B"))
+            os.chmod(tmp, 0o644)  # mkstemp makes it 0600
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -199,3 +199,33 @@ def test_a_run_from_disk_is_the_run_in_memory(tmp_path, monkeypatch):
         or [h["word_error"] for h in ra["history"]] == [h["word_error"] for h in rb["history"]]
     )
     assert (tmp_path / "cachetrue" / "corpus").is_dir()  # the document stores
+
+
+def test_the_crf_from_disk_is_the_crf_in_memory(tmp_path, monkeypatch):
+    """L-BFGS over the compiled objective (``features.edges=false``), its documents read in
+    blocks from the mapped matrix: the model of the run in memory, bit for bit."""
+    pytest.importorskip("numba")
+    from structperc.crf import compiled
+    from structperc.features import store as feature_store
+
+    monkeypatch.setattr(feature_store, "RELEASE_EVERY", 7)  # blocks of 7 documents
+    monkeypatch.setattr(compiled, "RELEASE_EVERY", 7)
+    data = tmp_path / "data"
+    data.mkdir()
+    write_conll(data / "train.txt", make_corpus(50, seed=2))
+    common = [
+        "+experiment=conll03_crf",
+        "data=columns",
+        f"data.train={data / 'train.txt'}",
+        "data.columns=[token,pos,chunk,ner]",
+        "features.gazetteer=none",
+        "features.edges=false",
+        "learner.scan=compiled",
+        "trainer.max_epochs=8",
+    ]
+    models = []
+    for mode in ("false", "true"):
+        out = tmp_path / mode
+        run_main([*common, f"data.stream={mode}"], data, out, monkeypatch)
+        models.append((out / "model.safetensors").read_bytes())
+    assert models[0] == models[1]

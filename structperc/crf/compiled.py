@@ -21,6 +21,7 @@ from structperc.crf.buckets import length_buckets
 from structperc.crf.objective import CRFSettings, with_prior
 from structperc.distributed import SERIAL, Group
 from structperc.features.extract import FeatureMatrix
+from structperc.features.store import RELEASE_EVERY, release_pages
 from structperc.model.weights import ChainWeights
 from structperc.native import available as numba_available
 from structperc.native.inputs import csr_arrays, table_arrays
@@ -49,6 +50,7 @@ class KernelInputs:
     def __init__(self, weights: ChainWeights, features: FeatureMatrix, labels: Tensor):
         check_compiled(weights, features.ids.device)
         self.weights = weights
+        self.mapped = features.mapped  # (from disk: features/store.py)
         self.csr = csr_arrays(features)  # doc_offsets, ids, offsets, values, weighted
         self.doc_offsets = self.csr[0]  # [D + 1]
         self.labels = labels.cpu().numpy().astype(np.int64)  # [N]
@@ -62,14 +64,19 @@ class CompiledObjective(KernelInputs):
 
         super().__init__(weights, features, labels)
         self.kernel = nll_gradient
+        D = len(self.doc_offsets) - 1
+        # features mapped from disk are read RELEASE_EVERY documents a call, their pages
+        # released after each (features/store.py); the sums are the same
+        step = RELEASE_EVERY if self.mapped else max(D, 1)
+        self.blocks = [(a, min(a + step, D)) for a in range(0, D, step)]
         L, F = weights.num_labels, weights.num_features
         self.grad_node = np.zeros((F, L))  # [F, L] float64
         self.grad_trans = np.zeros((L, L))  # [L, L] float64
 
-    def _run(self, doc_offsets) -> tuple[float, int]:
+    def _run(self, doc_offsets, total: float = 0.0) -> tuple[float, int]:
         return self.kernel(
             doc_offsets, *self.csr[1:], self.labels, *table_arrays(self.weights),
-            self.grad_node, self.grad_trans,
+            self.grad_node, self.grad_trans, total,
         )  # fmt: skip
 
     def warm(self) -> None:
@@ -84,7 +91,12 @@ class CompiledObjective(KernelInputs):
         L = w.num_labels
         self.grad_node.fill(0.0)
         self.grad_trans.fill(0.0)
-        total, errors = self._run(self.doc_offsets)
+        total, errors = 0.0, 0
+        for a, b in self.blocks:  # (documents a..b-1: the sums of one call, in its order)
+            total, wrong = self._run(self.doc_offsets[a : b + 1], total)
+            errors += wrong
+            if self.mapped:
+                release_pages()
         dtype = w.node.weight.dtype
         grads = [
             torch.from_numpy(self.grad_node).to(dtype),
@@ -116,11 +128,11 @@ class CompiledSGD(KernelInputs):
         self.list_node = np.empty(F, np.int64)
         self.acc_trans = np.zeros(L * L)
 
-    def _run(self, order: np.ndarray, state: np.ndarray, lr0: float, lam: float):
+    def _run(self, order: np.ndarray, state: np.ndarray, lr0: float, lam: float, total=0.0):
         return self.kernel(
             order, self.bucket_offsets, self.bucket_docs, *self.csr, self.labels,
             *table_arrays(self.weights), state, lr0, lam, self.acc_node, self.mark_node,
-            self.list_node, self.acc_trans,
+            self.list_node, self.acc_trans, total,
         )  # fmt: skip
 
     def warm(self) -> None:
@@ -131,7 +143,16 @@ class CompiledSGD(KernelInputs):
         """The mini-batches of ``order``, stepping ``opt`` (``ScaledSGD``: its tables, scale and
         count of documents seen); (sum of the batches' nll, posterior errors)."""
         state = np.array([opt.scale, opt.seen], np.float64)
-        total, errors, failed = self._run(np.asarray(order, np.int64), state, opt.lr0, opt.lam)
+        order = np.asarray(order, np.int64)
+        total, errors, failed = 0.0, 0, 0
+        step = max(RELEASE_EVERY // 16, 1) if self.mapped else max(len(order), 1)
+        for a in range(0, len(order), step):  # (the state carries over: the same epoch)
+            total, wrong, failed = self._run(order[a : a + step], state, opt.lr0, opt.lam, total)
+            errors += wrong
+            if failed:
+                break
+            if self.mapped:
+                release_pages()
         if failed:
             raise ValueError(
                 f"learning rate {opt.lr()} too large for the prior (eta * lambda * |S| >= 1)"

@@ -40,6 +40,7 @@ on the objective summed during the epoch), or after ``min(max_iterations, traine
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, replace
 
@@ -51,6 +52,9 @@ from structperc.distributed import SERIAL, Group
 from structperc.learn.base import Learner
 from structperc.learn.fitting import FitResult, FitSettings, rank_shard
 from structperc.model.updates import Updater
+from structperc.native import available as numba_available
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -137,16 +141,29 @@ class CRF(Learner):
             choices = ["auto", "compiled", *SCANS]
             raise ValueError(f"unknown scan {self.scan!r}; choose one of {choices}")
 
-    def resolved(self, edges: bool, device: str | torch.device = "cpu") -> CRF:
+    def resolved(
+        self, edges: bool, device: str | torch.device = "cpu", mapped: bool = False
+    ) -> CRF:
         """This learner with ``scan="auto"`` made concrete for a model with (``edges``) or
         without edge features on ``device``: ``"sequential"`` for L-BFGS with edge features on
         a CPU (one bucket of every row: its steps are the row length), else ``"scaled"``:
         buckets of ``dp_batch_tokens`` (the lower peak memory of ``features.edges=false``), and
         on an accelerator the tree scan's log-depth steps (measured on an H100,
-        ``experiments/bench/gpu/``) where the sequential scan's steps are launches."""
+        ``experiments/bench/gpu/``) where the sequential scan's steps are launches.  Training
+        features ``mapped`` from disk (a corpus larger than memory, ``features/store.py``)
+        take the compiled scan where it runs (one transition matrix on a CPU, numba): it reads
+        them document by document; the torch scans hold the whole set's token scores."""
         if self.scan != "auto":
             return self
         cpu = torch.device(device).type == "cpu"
+        if mapped and cpu and not edges and numba_available():
+            return replace(self, scan="compiled")
+        if mapped:
+            log.warning(
+                "the CRF's %s scan holds every training token's scores in memory; a training "
+                "set read from disk streams with features.edges=false on a CPU (numba)",
+                "sequential" if edges and cpu else "scaled",
+            )
         sequential = edges and self.optimizer == "lbfgs" and cpu
         return replace(self, scan="sequential" if sequential else "scaled")
 
@@ -187,7 +204,7 @@ class CRF(Learner):
         optimization = LBFGSTraining if self.optimizer == "lbfgs" else SGDTraining
         with StopRequest() as stop:
             run = optimization(
-                self.resolved(structure.weights.edges, settings.device),
+                self.resolved(structure.weights.edges, settings.device, data.features.mapped),
                 structure,
                 data.features,
                 data.labels,

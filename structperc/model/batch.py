@@ -93,22 +93,12 @@ def csr_positions(offsets: np.ndarray, tokens: np.ndarray) -> tuple[np.ndarray, 
 
 def make_batch(features: FeatureMatrix, docs: list[int] | Tensor) -> FeatureBatch:
     """Gather the documents ``docs`` of ``features`` into one batch (on the CPU)."""
+    if len(docs) == 1 and features.offsets.device.type == "cpu":
+        return document_batch(features, int(docs[0]))
     doc_idx = torch.as_tensor(docs, dtype=torch.long)
     starts = features.doc_offsets[doc_idx]  # [B] first token
     ends = features.doc_offsets[doc_idx + 1]
     lengths = ends - starts
-    if len(doc_idx) == 1:
-        s, e = int(starts[0]), int(ends[0])
-        lo, hi = int(features.offsets[s]), int(features.offsets[e])
-        n = e - s
-        return FeatureBatch(
-            ids=features.ids[lo:hi],
-            offsets=features.offsets[s : e + 1] - lo,
-            lengths=lengths,
-            first_token=torch.zeros(1, dtype=torch.long),
-            flat_positions=torch.arange(n),
-            values=None if features.values is None else features.values[lo:hi],
-        )
     tokens = torch.cat([torch.arange(int(s), int(e)) for s, e in zip(starts, ends, strict=True)])
     counts = features.offsets[tokens + 1] - features.offsets[tokens]  # [N] ids per token
     offsets = torch.zeros(len(tokens) + 1, dtype=torch.long)
@@ -129,6 +119,23 @@ def make_batch(features: FeatureMatrix, docs: list[int] | Tensor) -> FeatureBatc
         first_token=first,
         flat_positions=doc_of_token * T + pos_in_doc,
         values=None if features.values is None else features.values[id_pos],
+    )
+
+
+def document_batch(features: FeatureMatrix, d: int) -> FeatureBatch:
+    """Document d of CPU ``features`` as a one-document batch: views of its CSR rows, read
+    through NumPy (a few microseconds: an online epoch over a corpus mapped from disk builds
+    one per step, ``train.run_epochs``)."""
+    doc_offsets, offsets = features.doc_offsets.numpy(), features.offsets.numpy()
+    s, e = int(doc_offsets[d]), int(doc_offsets[d + 1])
+    lo, hi = int(offsets[s]), int(offsets[e])
+    return FeatureBatch(
+        ids=features.ids[lo:hi],
+        offsets=torch.from_numpy(offsets[s : e + 1] - lo),
+        lengths=torch.from_numpy(np.array([e - s], dtype=np.int64)),
+        first_token=torch.from_numpy(np.zeros(1, dtype=np.int64)),
+        flat_positions=torch.from_numpy(np.arange(e - s, dtype=np.int64)),
+        values=None if features.values is None else features.values[lo:hi],
     )
 
 

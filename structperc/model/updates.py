@@ -165,6 +165,12 @@ class Updater:
             if self.average and self.seen:
                 self.sums[name].view(-1).index_add_(0, index, vals, alpha=scale * self.seen)
 
+    def table_bytes(self) -> int:
+        """Bytes of the model's tables in memory while it trains: the weights, the averaging
+        sums, and the copy ``averaged`` makes for an evaluation."""
+        weights = sum(t.numel() * t.element_size() for t in self.weights.tables().values())
+        return weights * (3 if self.average else 1)
+
     def tick(self, n: int = 1) -> None:
         """Mark ``n`` instances as completed."""
         self.seen += n
@@ -179,16 +185,14 @@ class Updater:
 
     @contextmanager
     def averaged(self):
-        """Temporarily install the averaged weights (for evaluation), then restore."""
+        """Temporarily install the averaged weights (for evaluation), then restore: a copy of
+        the tables meanwhile (the averaging itself is in place, ``_average_in_place``)."""
         if not self.average:
             yield
             return
         tables = self.weights.tables()
         backup = {n: t.clone() for n, t in tables.items()}
-        avg = self.averaged_tables()
-        with torch.no_grad():
-            for n, t in tables.items():
-                t.copy_(avg[n])
+        self._average_in_place()
         try:
             yield
         finally:
@@ -200,9 +204,17 @@ class Updater:
     def finalize(self) -> None:
         """Install the averaged weights for good."""
         if self.average and self.seen:
-            avg = self.averaged_tables()
-            for n, t in self.weights.tables().items():
-                t.copy_(avg[n])
+            self._average_in_place()
+
+    @torch.no_grad()
+    def _average_in_place(self, rows: int = 1 << 16) -> None:
+        """w <- w - u / seen, ``rows`` rows at a time: the values of ``averaged_tables``
+        without a table-sized temporary."""
+        if not self.seen:
+            return
+        for n, t in self.weights.tables().items():
+            for a in range(0, t.shape[0], rows):
+                t[a : a + rows] -= self.sums[n][a : a + rows] / self.seen
 
     def state(self) -> dict[str, Tensor]:
         out = {f"sums.{n}": t for n, t in self.sums.items()}

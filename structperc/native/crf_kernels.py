@@ -236,14 +236,25 @@ def longest_document(doc_offsets):  # pragma: no cover - jit
 
 @njit(cache=True)
 def nll_gradient(
-    doc_offsets, ids, offsets, values, weighted, labels, node, trans, grad_node, grad_trans
+    doc_offsets,
+    ids,
+    offsets,
+    values,
+    weighted,
+    labels,
+    node,
+    trans,
+    grad_node,
+    grad_trans,
+    total0=0.0,
 ):  # pragma: no cover - jit
-    """sum_d nll_d and the posterior errors; the gradients are added into grad_node [F, L] and
-    grad_trans [L, L] (float64, zeroed by the caller)."""
+    """total0 + sum_d nll_d (summed on from total0: the documents may come in several calls)
+    and the posterior errors; the gradients are added into grad_node [F, L] and grad_trans
+    [L, L] (float64, zeroed by the caller)."""
     L = node.shape[1]
     scores, E, alpha, beta, c, la, lb = buffers(longest_document(doc_offsets), L)
     M, top = exp_transitions(trans, 1.0)
-    total = 0.0
+    total = total0
     errors = 0
     for d in range(len(doc_offsets) - 1):
         t0, t1 = doc_offsets[d], doc_offsets[d + 1]
@@ -319,19 +330,21 @@ def sgd_epoch(
     mark_node,
     list_node,
     acc_trans,
+    total0=0.0,
 ):  # pragma: no cover - jit
     """One epoch of ``crf.optimization.SGDTraining``: per mini-batch b of ``order`` (its
     documents bucket_docs[bucket_offsets[b]:bucket_offsets[b + 1]]) the gradient g of
     sum_d nll_d at w = scale * v, then ``ScaledSGD.step``: eta = lr0 / (1 + lr0 lam seen),
     scale *= 1 - eta lam |b|, v -= eta g / scale (folded into v when scale < 1e-4).
     node [F, L] and trans [L, L] hold v; state [2] = (scale, seen), updated.  Returns
-    (sum nll, posterior errors, 0), or (0, 0, 1) when a step's decay is not positive."""
+    (total0 + sum nll, posterior errors, 0), or (0, 0, 1) when a step's decay is not
+    positive."""
     L = node.shape[1]
     scores, E, alpha, beta, c, la, lb = buffers(longest_document(doc_offsets), L)
     node_flat = node.reshape(-1)
     trans_flat = trans.reshape(-1)
     acc_pairs = acc_trans.reshape((L, L))
-    total = 0.0
+    total = total0
     errors = 0
     for b in order:
         scale = state[0]

@@ -18,10 +18,10 @@ from structperc.model.weights import ChainWeights
 def csr_arrays(features: FeatureMatrix, dtype=np.float32) -> tuple:
     weighted = features.values is not None
     values = features.values.numpy().astype(dtype) if weighted else np.ones(1, dtype)
-    return (
-        features.doc_offsets.numpy().astype(np.int64),
+    return (  # (views, no copies: the features may be mapped from disk, features/store.py)
+        features.doc_offsets.numpy().astype(np.int64, copy=False),
         features.ids.numpy(),
-        features.offsets.numpy().astype(np.int64),
+        features.offsets.numpy().astype(np.int64, copy=False),
         values,
         weighted,
     )

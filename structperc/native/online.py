@@ -24,6 +24,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from structperc.features.store import release_pages
 from structperc.learn.arow import AROW
 from structperc.learn.base import Learner, StepStats
 from structperc.learn.passive_aggressive import PassiveAggressive
@@ -83,6 +84,7 @@ class CompiledEpoch:
         node, _ = table_arrays(updater.weights)
         dtype = node.dtype
         self.csr = csr_arrays(data.features, dtype)  # doc_offsets, ids, offsets, values, weighted
+        self.mapped = data.features.mapped
         self.labels = data.labels.numpy().astype(np.int64)
         lengths = np.diff(self.csr[0])
         T = max(int(lengths.max()) if len(lengths) else 1, 1)
@@ -157,6 +159,8 @@ class CompiledEpoch:
                 loss += float(stats[3])
                 up.seen = int(stats[4])
                 pbar.update(len(chunk))
+                if self.mapped:  # (features read from disk: features/store.py)
+                    release_pages()
         if self.rule != self.kernels.PERCEPTRON:
             total.extra["loss"] = loss
         if journal:

@@ -83,6 +83,8 @@ class ChainData:
         if self.labels is None:
             raise ValueError("these documents carry no gold labels")
         offsets = self.features.doc_offsets
+        if offsets.device.type == "cpu":  # (a scalar through NumPy: a microsecond, not five)
+            offsets = offsets.numpy()
         return self.labels[int(offsets[d]) : int(offsets[d + 1])]
 
     def subset(self, docs: list[int]) -> ChainData:
@@ -143,7 +145,10 @@ class ChainStructure:
 
     def instance(self, data: ChainData, d: int, device) -> tuple[FeatureBatch, Tensor]:
         """Document d as a one-document batch, and its gold label ids [T]."""
-        return make_batch(data.features, [d]).to(device), data.gold(d).to(device)
+        batch, gold = make_batch(data.features, [d]), data.gold(d)
+        if torch.device(device).type == "cpu" and batch.ids.device.type == "cpu":
+            return batch, gold
+        return batch.to(device), gold.to(device)
 
     def potentials(self, batch: FeatureBatch) -> Tensor:
         """Potentials [B, T, L, L] (from, to), constrained when the structure has constraints."""

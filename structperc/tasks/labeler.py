@@ -119,13 +119,16 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
     weights = structure.weights.to(device)
     updater = Updater(weights, average=learner.average)
     eval_split = "dev" if "dev" in corpus else "test"
+    table_bytes = updater.table_bytes()
     log.info(
-        "%d features, %d labels, %d training documents (%d tokens); learner %s",
+        "%d features, %d labels, %d training documents (%d tokens%s); learner %s; tables %.0f MB",
         features.num_features,
         len(labels),
         len(corpus["train"]),
         data["train"].num_tokens,
+        ", read from disk" if data["train"].features.mapped else "",
         learner.name,
+        table_bytes / 2**20,
     )
 
     def decode(split: str, structure=structure) -> list[list[int]]:
@@ -164,6 +167,8 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
         "feature_seconds": feat_seconds,
         "feature_cache_hit": hit,
         "num_features": features.num_features,
+        "table_bytes": table_bytes,
+        "streamed": data["train"].features.mapped,
         "labels": labels,
         "world_size": group.world,
         **result.summary,  # the CRF: parameters, nonzero_weights, nonzero_fraction
