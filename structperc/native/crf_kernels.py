@@ -81,7 +81,7 @@ def log_forward_backward(T, trans, scale, scores, E, alpha, beta, la, lb):  # pr
     """The log-space forward-backward of one document (module docstring) over the scaled
     token scores scores[:T] (left as they are) and A = scale * trans: log Z; afterwards
     alpha[t, j] = p(y_t = j), beta = 1, E[:T] = the token scores, la / lb the log forward and
-    backward tables (``pair_marginals`` reads them)."""
+    backward tables (``add_log_pair_marginals`` reads them)."""
     L = trans.shape[0]
     work = np.empty(L)
     for j in range(L):
@@ -110,23 +110,17 @@ def log_forward_backward(T, trans, scale, scores, E, alpha, beta, la, lb):  # pr
 
 
 @njit(cache=True)
-def add_pair_marginals(
-    t, in_log, log_z, trans, scale, M, E, alpha, beta, c, la, lb, out
+def add_log_pair_marginals(
+    t, log_z, trans, scale, E, la, lb, out
 ):  # pragma: no cover - jit
-    """out[i, j] += p(y_{t-1} = i, y_t = j), t >= 1, after ``forward_backward`` (which
-    returned log_z and in_log)."""
+    """out[i, j] += p(y_{t-1} = i, y_t = j), t >= 1, of a document ``forward_backward`` did in
+    log space (log_z: its log Z).  The scaled case is written inline where it is summed."""
     L = out.shape[0]
-    if in_log:
-        for i in range(L):
-            for j in range(L):
-                out[i, j] += math.exp(
-                    la[t - 1, i] + scale * float(trans[i, j]) + E[t, j] + lb[t, j] - log_z
-                )
-        return
     for i in range(L):
-        a = alpha[t - 1, i] / c[t]
         for j in range(L):
-            out[i, j] += a * M[i, j] * E[t, j] * beta[t, j]
+            out[i, j] += math.exp(
+                la[t - 1, i] + scale * float(trans[i, j]) + E[t, j] + lb[t, j] - log_z
+            )
 
 
 @njit(cache=True)
@@ -163,7 +157,7 @@ def forward_backward(
     """Token scores (scores[:T], of the weights scale * node), E, the normalised alpha and
     beta of tokens t0..t0+T-1 (M, top = ``exp_transitions(trans, scale)``); returns (log Z,
     whether it went to log space).  Afterwards p(y_t = j) = alpha[t, j] beta[t, j] and
-    ``pair_marginals`` gives the transitions' marginals."""
+    ``add_log_pair_marginals`` gives the transitions' marginals of a document in log space."""
     L = node.shape[1]
     log_z = (T - 1) * top
     for t in range(T):
@@ -282,9 +276,13 @@ def nll_gradient(
                     grad_node[f, j] += v * scores[t, j]
                 grad_node[f, y] -= v
             if t > 0:
-                add_pair_marginals(
-                    t, in_log, log_z, trans, 1.0, M, E, alpha, beta, c, la, lb, grad_trans
-                )
+                if in_log:
+                    add_log_pair_marginals(t, log_z, trans, 1.0, E, la, lb, grad_trans)
+                else:
+                    for i in range(L):
+                        a = alpha[t - 1, i] / c[t]
+                        for j in range(L):
+                            grad_trans[i, j] += a * M[i, j] * E[t, j] * beta[t, j]
                 grad_trans[labels[t0 + t - 1], y] -= 1.0
     return total, errors
 
@@ -384,9 +382,13 @@ def sgd_epoch(
                         acc_node[row + j] += v * scores[t, j]
                     acc_node[row + y] -= v
                 if t > 0:
-                    add_pair_marginals(
-                        t, in_log, log_z, trans, scale, M, E, alpha, beta, c, la, lb, acc_pairs
-                    )
+                    if in_log:
+                        add_log_pair_marginals(t, log_z, trans, scale, E, la, lb, acc_pairs)
+                    else:
+                        for i in range(L):
+                            a = alpha[t - 1, i] / c[t]
+                            for j in range(L):
+                                acc_trans[i * L + j] += a * M[i, j] * E[t, j] * beta[t, j]
                     acc_trans[labels[t0 + t - 1] * L + y] -= 1.0
         docs = last - first
         eta = lr0 / (1.0 + lr0 * lam * state[1])

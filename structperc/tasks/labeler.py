@@ -167,6 +167,7 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
         "feature_seconds": feat_seconds,
         "feature_cache_hit": hit,
         "num_features": features.num_features,
+        "train_tokens": data["train"].num_tokens,
         "table_bytes": table_bytes,
         "streamed": data["train"].features.mapped,
         "labels": labels,

@@ -1,0 +1,224 @@
+"""Training as the data grows: time and memory at 1x, 4x, 16x and 30x CoNLL-2003's training size.
+
+The corpora are the silver ones of ``make_silver.py`` (the unlabeled text tagged by ``make
+run``'s model; no gold test data).  At each size, every measurement in a process of its own
+(its peak resident memory by ``/usr/bin/time``), one after the other:
+
+* ``ap``: the averaged perceptron through Hydra, as a user runs it:
+  ``+experiment=conll03_local data=columns 'data.columns=[token,ner]' trainer.max_epochs=3``
+  (``data.stream=auto``: from disk above 500k training tokens), a fresh feature cache;
+* ``crf``: the CRF through Hydra, CRFsuite's model with the observed support
+  (``+experiment=conll03_crf ... features.edges=false learner.support=observed``),
+  ``--crf-iterations`` L-BFGS iterations;
+* the scikit-learn face's ``ap`` and ``lbfgs`` against python-crfsuite on the same items
+  (``face_memory.py``), where it is importable.
+
+From each run's ``results.json``: feature extraction seconds, seconds per epoch (iteration),
+the model's tables (``table_bytes``), whether it streamed; from ``/usr/bin/time``: peak memory
+and wall time.  Writes ``results.json``, ``README.md`` (the table) and ``scale.png`` (time and
+memory against tokens) beside this file.
+
+    .venv/bin/python experiments/scale/scale_bench.py --silver .cache/silver
+    .venv/bin/python experiments/scale/scale_bench.py --render-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+SIZES = ("1x", "4x", "16x", "30x")
+
+
+def timed(command: list[str], log: Path) -> dict:
+    """Run ``command`` under ``/usr/bin/time -v``; its wall seconds and peak memory (MB)."""
+    t0 = time.perf_counter()
+    with open(log, "w") as out:
+        done = subprocess.run(
+            ["/usr/bin/time", "-v", *command], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT
+        )
+    wall = time.perf_counter() - t0
+    text = log.read_text()
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}); see {log}")
+    peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", text).group(1))
+    return {"wall_s": round(wall, 1), "peak_mb": round(peak / 1024, 1)}
+
+
+def hydra_run(kind: str, corpus: Path, out: Path, iterations: int) -> dict:
+    """One training through ``python -m structperc.run`` (module docstring) into ``out``."""
+    cache = Path(tempfile.mkdtemp(prefix="scale-cache-"))
+    common = [
+        "data=columns",
+        f"data.train={corpus}",
+        "data.columns=[token,ner]",
+        "trainer.processes=1",
+        "trainer.progress=false",
+        f"cache_dir={cache}",
+        f"hydra.run.dir={out}",
+    ]
+    if kind == "ap":
+        args = ["+experiment=conll03_local", "trainer.max_epochs=3", *common]
+    else:
+        args = [
+            "+experiment=conll03_crf",
+            "features.edges=false",
+            "learner.support=observed",
+            f"trainer.max_epochs={iterations}",
+            *common,
+        ]
+    try:
+        measured = timed([sys.executable, "-m", "structperc.run", *args], out.with_suffix(".log"))
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    results = json.loads((out / "results.json").read_text())
+    epochs = [h["seconds"] for h in results["history"]]
+    tokens = results.get("train_tokens") or tokens_of(out.with_suffix(".log"))
+    return {
+        **measured,
+        "command": "python -m structperc.run " + " ".join(args[:-2]),
+        "train_tokens": tokens,
+        "features": results["num_features"],
+        "feature_s": round(results["feature_seconds"], 1),
+        "epoch_s": [round(s, 2) for s in epochs],
+        "us_per_token_epoch": round(1e6 * sorted(epochs)[len(epochs) // 2] / tokens, 3),
+        "table_mb": round(results.get("table_bytes", 0) / 2**20, 1),
+        "streamed": results.get("streamed", False),
+        "dev_f1": round(results["dev"]["f1"], 2),
+    }
+
+
+def tokens_of(log: Path) -> int:
+    """The training tokens a run's log names (``N training documents (T tokens``)."""
+    m = re.search(r"training documents \((\d+) tokens", log.read_text())
+    return int(m.group(1)) if m else 0
+
+
+def measure(silver: Path, sizes: list[str], kinds: list[str], iterations: int) -> dict:
+    runs = Path(tempfile.mkdtemp(prefix="scale-runs-"))
+    out: dict = {"machine": machine(), "sizes": {}}
+    face = face_module()
+    for size in sizes:
+        corpus = silver / f"silver{size}.txt"
+        row: dict = {}
+        for kind in kinds:
+            if kind in ("ap", "crf"):
+                row[kind] = hydra_run(kind, corpus, runs / f"{kind}{size}", iterations)
+            elif face is not None:
+                row[kind] = face.measure(kind, corpus)
+            print(f"{size} {kind}: {row.get(kind)}", flush=True)
+        out["sizes"][size] = row
+        (HERE / "results.json").write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
+def face_module():
+    """``face_memory.py`` beside this file (the face against python-crfsuite), if present."""
+    try:
+        sys.path.insert(0, str(HERE))
+        import face_memory  # noqa: PLC0415
+
+        return face_memory
+    except ImportError:
+        return None
+
+
+def machine() -> dict:
+    return {
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "load": [round(x, 2) for x in os.getloadavg()],
+        "python": platform.python_version(),
+    }
+
+
+def render(results: dict) -> str:
+    lines = [
+        "# Training as the data grows",
+        "",
+        "Written by `experiments/scale/scale_bench.py` from `results.json`; silver corpora "
+        "from `make_silver.py` (the data folder's unlabeled text tagged by `make run`'s model; "
+        "no gold test data). Each figure a process of its own, peak memory by `/usr/bin/time`.",
+        "",
+        f"Machine: {results['machine']}.",
+        "",
+        "| size | learner | training tokens | streamed | features | tables MB | extraction s |"
+        " s / epoch | us / token / epoch | peak MB | peak beyond the tables MB | wall s | dev F1 |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for size, row in results["sizes"].items():
+        for kind, r in row.items():
+            if "epoch_s" not in r:
+                continue
+            lines.append(
+                f"| {size} | {kind} | {r['train_tokens']:,} | {'yes' if r['streamed'] else 'no'}"
+                f" | {r['features']:,} | {r['table_mb']} | {r['feature_s']} | "
+                f"{', '.join(str(s) for s in r['epoch_s'])} | {r['us_per_token_epoch']} | "
+                f"{r['peak_mb']:,} | {r['peak_mb'] - r['table_mb']:,.0f} | {r['wall_s']} | "
+                f"{r['dev_f1']} |"
+            )
+    commands = {k: r["command"] for row in results["sizes"].values() for k, r in row.items()}
+    lines += ["", "Commands (`data.train=` the size's silver corpus):", ""]
+    lines += [f"- {k}: `{c}`" for k, c in commands.items() if c]
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    kinds = sorted({k for row in results["sizes"].values() for k in row})
+    for kind in kinds:
+        points = [
+            (r["train_tokens"], r) for row in results["sizes"].values() if (r := row.get(kind))
+        ]
+        points = [(t, r) for t, r in points if "epoch_s" in r]
+        if not points:
+            continue
+        tokens = [t / 1e6 for t, _ in points]
+        left.plot(tokens, [r["us_per_token_epoch"] for _, r in points], "o-", label=kind)
+        right.plot(tokens, [r["peak_mb"] for _, r in points], "o-", label=f"{kind} peak")
+        right.plot(tokens, [r["table_mb"] for _, r in points], "x--", label=f"{kind} tables")
+    left.set(xlabel="training tokens (M)", ylabel="us per token per epoch", ylim=(0, None))
+    right.set(xlabel="training tokens (M)", ylabel="MB")
+    left.legend()
+    right.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--silver", type=Path, default=ROOT / ".cache" / "silver")
+    parser.add_argument("--sizes", default=",".join(SIZES))
+    parser.add_argument("--kinds", default="ap,crf,face_ap,face_lbfgs")
+    parser.add_argument("--crf-iterations", type=int, default=10)
+    parser.add_argument("--render-only", action="store_true")
+    args = parser.parse_args()
+    if args.render_only:
+        results = json.loads((HERE / "results.json").read_text())
+    else:
+        results = measure(
+            args.silver, args.sizes.split(","), args.kinds.split(","), args.crf_iterations
+        )
+    (HERE / "README.md").write_text(render(results))
+    plot(results, HERE / "scale.png")
+    print(render(results))
+
+
+if __name__ == "__main__":
+    main()
