@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from importlib import import_module
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
+from structperc.checkpoint import META as CHECKPOINT_META
 from structperc.cli import config_dir, fail_cleanly, full_error, run_entry_point, usage_error
 from structperc.data.loading import resolve_data_dir
 from structperc.distributed import SERIAL, Group
@@ -158,7 +160,19 @@ def main_from_config(cfg: DictConfig, out_dir: Path, group: Group = SERIAL) -> f
         torch.set_num_threads(int(cfg.threads))
     settings = task.build(ComposedConfig(cfg, resolve_data_dir(cfg.data.dir), group))
     results = task.drive(settings, out_dir, group)
+    if group.is_main and not cfg.trainer.get("keep_checkpoints", False):
+        remove_checkpoints(out_dir)
     return task.headline_of(results) if group.is_main else 0.0
+
+
+def remove_checkpoints(out_dir: Path) -> None:
+    """Remove the per-epoch checkpoints of a finished run (every model's ``checkpoint/``
+    folder under ``out_dir``: the tagchunk task trains several): they serve a run that is
+    killed, and a finished one keeps its model files (``trainer.keep_checkpoints=true``
+    keeps them too)."""
+    for folder in sorted(Path(out_dir).rglob("checkpoint")):
+        if folder.is_dir() and (folder / CHECKPOINT_META).is_file():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def explicit_run_dir(hydra_cfg) -> None:

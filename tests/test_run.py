@@ -128,8 +128,16 @@ def test_real_smoke_run(tmp_path, data_dir, monkeypatch):
 def test_killed_training_resumes_to_the_same_model(learner, tmp_path, synthetic_dir, monkeypatch):
     common = ["features.gazetteer=none", *learner, "write_predictions=false"]
     _run(tmp_path, synthetic_dir, [*common, "trainer.max_epochs=4"], monkeypatch, "straight")
-    # a run "killed" after epoch 2: its last checkpoint is epoch 2's
-    _run(tmp_path, synthetic_dir, [*common, "trainer.max_epochs=2"], monkeypatch, "killed")
+    # a run "killed" after epoch 2: its last checkpoint is epoch 2's (a finished run removes
+    # its checkpoints unless told to keep them: a killed one never gets there)
+    _run(
+        tmp_path,
+        synthetic_dir,
+        [*common, "trainer.max_epochs=2", "trainer.keep_checkpoints=true"],
+        monkeypatch,
+        "killed",
+    )
+    assert not (tmp_path / "straight" / "checkpoint").exists()
     resumed, out = _run(
         tmp_path,
         synthetic_dir,

@@ -84,7 +84,8 @@ def test_joint_run_on_toy_data(tmp_path, toy_dir, monkeypatch, learner):
 
 def test_killed_joint_training_resumes_to_the_same_result(tmp_path, toy_dir, monkeypatch):
     whole = _run(tmp_path / "a", toy_dir, "conll00_joint", ["trainer.max_epochs=3"], monkeypatch)
-    _run(tmp_path / "b", toy_dir, "conll00_joint", ["trainer.max_epochs=2"], monkeypatch)
+    killed = ["trainer.max_epochs=2", "trainer.keep_checkpoints=true"]  # (as if killed)
+    _run(tmp_path / "b", toy_dir, "conll00_joint", killed, monkeypatch)
     resumed = _run(
         tmp_path / "b",
         toy_dir,
