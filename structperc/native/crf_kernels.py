@@ -110,9 +110,7 @@ def log_forward_backward(T, trans, scale, scores, E, alpha, beta, la, lb):  # pr
 
 
 @njit(cache=True)
-def add_log_pair_marginals(
-    t, log_z, trans, scale, E, la, lb, out
-):  # pragma: no cover - jit
+def add_log_pair_marginals(t, log_z, trans, scale, E, la, lb, out):  # pragma: no cover - jit
     """out[i, j] += p(y_{t-1} = i, y_t = j), t >= 1, of a document ``forward_backward`` did in
     log space (log_z: its log Z).  The scaled case is written inline where it is summed."""
     L = out.shape[0]
