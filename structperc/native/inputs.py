@@ -18,10 +18,10 @@ from structperc.model.weights import ChainWeights
 def csr_arrays(features: FeatureMatrix, dtype=np.float32) -> tuple:
     weighted = features.values is not None
     values = features.values.numpy().astype(dtype) if weighted else np.ones(1, dtype)
-    return (
-        features.doc_offsets.numpy().astype(np.int64),
+    return (  # (int64 offsets as they are: no copy of the [N + 1] array)
+        np.asarray(features.doc_offsets.numpy(), dtype=np.int64),
         features.ids.numpy(),
-        features.offsets.numpy().astype(np.int64),
+        np.asarray(features.offsets.numpy(), dtype=np.int64),
         values,
         weighted,
     )
