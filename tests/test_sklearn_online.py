@@ -50,17 +50,22 @@ def reference_perceptron(X, y, names, labels, epochs, seed) -> tuple[np.ndarray,
 
 
 def continued_perceptron(phases, names, labels, seed) -> tuple[np.ndarray, np.ndarray]:
-    """Collins' averaged perceptron trained in ``phases`` [(X, y, epochs)] one after another,
-    the epochs numbered on across them (an epoch's order ``shard_order(len(X), ..., epoch)``);
-    a phase decodes among the labels seen up to it (``labels``' first ones: the label set
-    grows); the average is over every instance of every phase."""
+    """Collins' averaged perceptron trained in ``phases`` [(X, y, epochs[, "restart"])] one
+    after another, the epochs numbered on across them (an epoch's order
+    ``shard_order(len(X), ..., epoch)``); a phase decodes among the labels seen up to it
+    (``labels``' first ones: the label set grows); the average is over every instance of every
+    phase, or, from a phase marked "restart", over its own and later ones, its weights
+    starting at the average so far."""
     A, L = len(names), len(labels)
     index = {n: a for a, n in enumerate(names)}
     lid = {label: j for j, label in enumerate(labels)}
     node, edge = np.zeros((A, L)), np.zeros((L, L))
     node_sum, edge_sum, count = np.zeros((A, L)), np.zeros((L, L)), 0
     done, seen_labels = 0, set()  # epochs trained, labels met
-    for X, y, epochs in phases:
+    for X, y, epochs, *restart in phases:
+        if restart == ["restart"]:
+            node, edge = node_sum / count, edge_sum / count
+            node_sum, edge_sum, count = np.zeros((A, L)), np.zeros((L, L)), 0
         feats = [
             [
                 [

@@ -97,6 +97,10 @@ class CRF(BaseEstimator):
             (scikit-learn's meaning; ``continuation.py``), and the model keeps the training
             state a later continuation needs (an averaging learner's own weights and sums,
             AROW's variances: two or three more tables beside the model's).
+        warm_average: what a continued training (a warm ``fit``, ``partial_fit``) of an
+            averaging learner does with the average: "continue" it over every instance of
+            every training, "restart" it from the model's weights, or "auto" (restart when
+            the new data brings new labels, else continue; ``continuation.py``).
         hash_bits: hash attribute names into 2^hash_bits rows (``hashing.py``): a model of
             fixed size whatever the data, without attribute names (None: a dictionary of the
             training attributes, CRFsuite's model).
@@ -130,6 +134,7 @@ class CRF(BaseEstimator):
         random_state=None,
         constraints=None,
         warm_start=False,
+        warm_average="auto",
         hash_bits=None,
     ):
         self.algorithm = algorithm
@@ -155,6 +160,7 @@ class CRF(BaseEstimator):
         self.random_state = random_state
         self.constraints = constraints
         self.warm_start = warm_start
+        self.warm_average = warm_average
         self.hash_bits = hash_bits
 
     # -- training ------------------------------------------------------------------------------
@@ -236,7 +242,7 @@ class CRF(BaseEstimator):
             dev = chain_data(*found, held.gold_tensor())
         start = None
         if previous is not None:
-            start = continued_start(previous, len(attributes), labels, learner)
+            start = continued_start(previous, len(attributes), labels, learner, self.warm_average)
         before = start.epoch if start is not None else 0
         epochs = 1 if call == "partial_fit" else params["max_iterations"]
         settings = FitSettings(
