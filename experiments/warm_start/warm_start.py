@@ -265,7 +265,7 @@ def render(results: dict) -> str:
         "",
         'The continued models\' average (`warm_average`, default "auto": continued unless the '
         f"new data brings new labels): A, then A u B: {starts['A_then_AB']}; with MISC: "
-        f'{starts["misc_on"]} (the lineage\'s "start").',
+        f"{starts['misc_on']} (the lineage's \"start\" of each stage's first call).",
         "",
         f"- **A, then A u B** reaches the zero model's test F1 (after its {E} epochs on A u B) "
         f"within 0.3 after {reach} epochs on A u B (per seed; None: not within {E}); with the "
