@@ -55,6 +55,7 @@ from structperc.sklearn.algorithms import ALGORITHMS, make_learner, resolved
 from structperc.sklearn.attributes import AttributeDictionary
 from structperc.sklearn.continuation import continued_start
 from structperc.sklearn.hashing import HashedAttributes, check_bits
+from structperc.sklearn.lineage import jsonable, lineage_entry
 from structperc.sklearn.metrics import flat_accuracy_score
 from structperc.sklearn.model import FittedModel
 from structperc.sklearn.parallel import train_parallel, usable_jobs
@@ -480,40 +481,3 @@ def object_array(items: list) -> np.ndarray:
     for i, item in enumerate(items):
         out[i] = item
     return out
-
-
-def jsonable(params: dict) -> dict:
-    """``params`` with every value a JSON scalar (others as their str)."""
-    plain = (str, int, float, bool, type(None))
-    return {k: v if isinstance(v, plain) else str(v) for k, v in params.items()}
-
-
-def lineage_entry(
-    call: str, params: dict, train, log: TrainingLog, previous, attributes, labels, start
-) -> dict:
-    """One training in a model's lineage (``info["lineage"]``): the call, whether it continued
-    a model, the algorithm and its settings, the data's size, the epochs (iterations), what it
-    added to the model, and what it started from ("zero", "continued": the model's training
-    state, "the model's weights": its predicting weights, ``continuation.py``)."""
-    before_attributes = len(previous.attributes) if previous is not None else 0
-    before_labels = list(previous.labels) if previous is not None else []
-    if start is None:
-        began = "zero"
-    elif start.updater or start.learner:
-        began = "continued"  # the learner's state too: averaging sums, variances
-    else:
-        began = "the model's weights"
-    return {
-        "call": call,
-        "continued": previous is not None,
-        "algorithm": params["algorithm"],
-        "settings": jsonable(params),
-        "sequences": len(train.numbers),
-        "tokens": train.num_tokens,
-        "epochs": len(log.iterations),
-        "stopped_by": log.stopped_by,
-        "attributes": len(attributes),
-        "new_attributes": len(attributes) - before_attributes,
-        "new_labels": [label for label in labels if label not in before_labels],
-        "start": began,
-    }
