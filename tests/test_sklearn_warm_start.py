@@ -17,6 +17,7 @@ import torch
 
 pytest.importorskip("sklearn")
 
+from test_sklearn_face import toy_corpus  # noqa: E402
 from test_sklearn_online import continued_perceptron, random_corpus  # noqa: E402
 
 from structperc.model.growth import (  # noqa: E402
@@ -250,3 +251,17 @@ def test_grown_chain_weights_hold_the_old_tables(edges):
     )
     with pytest.raises(ValueError, match="must begin with"):
         grown_chain_weights(weights, 5, ["B", "A"])
+
+
+def test_two_processes_continue_a_model():
+    """n_jobs=2 (parameter mixing over forked ranks) continues from the model's state too: the
+    first epoch after the warm start begins from the kept averaging state."""
+    XA, yA = toy_corpus(40, 11)  # labels that follow from the words
+    XB, yB = toy_corpus(40, 12)
+    crf = CRF(algorithm="ap", max_iterations=2, warm_start=True, n_jobs=2).fit(XA, yA)
+    seen = int(crf.model_.state["updater.seen"])
+    assert seen == 2 * len(XA)
+    crf.fit(XB, yB)
+    assert int(crf.model_.state["updater.seen"]) == seen + 2 * len(XB)
+    assert [e["start"] for e in crf.model_.info["lineage"]] == ["zero", "continued"]
+    assert crf.score(*toy_corpus(40, 13)) > 0.9
