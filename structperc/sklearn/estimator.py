@@ -265,11 +265,14 @@ class CRF(BaseEstimator):
                 learner, weights, data, settings, dev, start=start, keep_state=keep
             )
         entry = lineage_entry(call, params, train, log, previous, attributes, labels, start)
+        epoch = int(previous.info.get("epoch", 0)) if previous is not None else 0
+        if learner.online and log.iterations:
+            epoch = log.iterations[-1]["num"]  # the online epochs' count goes on (their orders)
         info = {
             "algorithm": params["algorithm"],
             "settings": jsonable(params),
             "n_jobs": world,
-            "epoch": log.iterations[-1]["num"] if learner.online and log.iterations else before,
+            "epoch": epoch,
             "lineage": [*(previous.info.get("lineage", []) if previous else []), entry],
         }
         self._model = FittedModel.of(weights, attributes, info, state)
