@@ -53,7 +53,7 @@ from structperc.model.weights import ChainWeights
 from structperc.native.chain_predict import compiled_chain
 from structperc.sklearn.algorithms import ALGORITHMS, make_learner, resolved
 from structperc.sklearn.attributes import AttributeDictionary
-from structperc.sklearn.continuation import continued_start
+from structperc.sklearn.continuation import AVERAGES, continued_start
 from structperc.sklearn.hashing import HashedAttributes, check_bits
 from structperc.sklearn.lineage import jsonable, lineage_entry
 from structperc.sklearn.metrics import flat_accuracy_score
@@ -181,7 +181,8 @@ class CRF(BaseEstimator):
         """One epoch of an online algorithm (ap, pa, arow, margin, mmvp) over the sequences
         ``X`` with labels ``y`` (any iterables), continuing from the fitted model if there is
         one (``continuation.py``: new attributes and labels grow its tables; an averaging
-        learner's average goes on over every instance of every call).  ``classes``: labels to
+        learner's average goes on over every instance of every call, or restarts where new
+        labels come: ``warm_average``).  ``classes``: labels to
         have in the model from now on, in this order after those it has (optional: the labels
         of ``y`` are added as they appear)."""
         if classes is not None:
@@ -204,6 +205,8 @@ class CRF(BaseEstimator):
                 "(warm_start=True starts it from the fitted model)"
             )
         self._check_constraints()
+        if self.warm_average not in AVERAGES:
+            raise ValueError(f"warm_average must be one of {AVERAGES}, got {self.warm_average!r}")
         bits = None if self.hash_bits is None else check_bits(self.hash_bits)
         world = usable_jobs(self.n_jobs)
         if world > 1 and not ALGORITHMS[params["algorithm"]].parallel:
