@@ -62,7 +62,7 @@ def render(results: dict) -> str:
         "Written by `face_hashing.py` from `results.json`:",
         "",
         "```",
-        results["command"],
+        results["command"].strip(),
         "```",
         "",
         f"sklearn-crfsuite's tutorial features of CoNLL-2003 train ({results['attributes']:,} "

@@ -213,7 +213,7 @@ def render(results: dict) -> str:
         "Written by `face_memory.py` from `results.json`:",
         "",
         "```",
-        results["command"],
+        results["command"].strip(),
         "```",
         "",
         "sklearn-crfsuite's tutorial features of CoNLL-2003's training sentences, the list "

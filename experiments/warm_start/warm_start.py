@@ -224,7 +224,7 @@ def render(results: dict) -> str:
         "Written by `warm_start.py` from `results.json`:",
         "",
         "```",
-        results["command"],
+        results["command"].strip(),
         "```",
         "",
         f"Half A: {sizes['documents']['A']} documents, {sizes['A']['sentences']:,} sentences, "
