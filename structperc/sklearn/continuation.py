@@ -24,7 +24,7 @@ learner uses it:
   weight vectors outvote the new ones for as long as they are the majority of the average:
   a CoNLL-2003 model trained with MISC tagged O, continued on the data with MISC for as many
   epochs again, still predicted no MISC at all with the continued average, and came within
-  0.6 of the MISC F1 of a model trained with MISC from the start with the restarted one
+  0.7 of the MISC F1 of a model trained with MISC from the start with the restarted one
   (experiments/warm_start/).  So ``average="auto"`` (the estimator's default) restarts when
   the new data brings labels the model does not have, and continues otherwise.
 - AROW continues its per-weight variances (new weights start at ``variance``).
