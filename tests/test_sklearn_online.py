@@ -46,48 +46,67 @@ def random_corpus(n: int, seed: int) -> tuple[list, list]:
 
 def reference_perceptron(X, y, names, labels, epochs, seed) -> tuple[np.ndarray, np.ndarray]:
     """Collins' averaged perceptron over (X, y): node [A, L] and edge [L, L] averages."""
+    return continued_perceptron([(X, y, epochs)], names, labels, seed)
+
+
+def continued_perceptron(phases, names, labels, seed) -> tuple[np.ndarray, np.ndarray]:
+    """Collins' averaged perceptron trained in ``phases`` [(X, y, epochs[, "restart"])] one
+    after another, the epochs numbered on across them (an epoch's order
+    ``shard_order(len(X), ..., epoch)``); a phase decodes among the labels seen up to it
+    (``labels``' first ones: the label set grows); the average is over every instance of every
+    phase, or, from a phase marked "restart", over its own and later ones, its weights
+    starting at the average so far."""
     A, L = len(names), len(labels)
     index = {n: a for a, n in enumerate(names)}
     lid = {label: j for j, label in enumerate(labels)}
-    feats = [
-        [
-            [
-                index[k + ":" + v if isinstance(v, str) else k]
-                for k, v in item.items()
-                if v is not False
-            ]
-            for item in xseq
-        ]
-        for xseq in X
-    ]
-    gold = [[lid[t] for t in yseq] for yseq in y]
     node, edge = np.zeros((A, L)), np.zeros((L, L))
     node_sum, edge_sum, count = np.zeros((A, L)), np.zeros((L, L)), 0
+    done, seen_labels = 0, set()  # epochs trained, labels met
+    for X, y, epochs, *restart in phases:
+        if restart == ["restart"]:
+            node, edge = node_sum / count, edge_sum / count
+            node_sum, edge_sum, count = np.zeros((A, L)), np.zeros((L, L)), 0
+        feats = [
+            [
+                [
+                    index[k + ":" + v if isinstance(v, str) else k]
+                    for k, v in item.items()
+                    if v is not False
+                ]
+                for item in xseq
+            ]
+            for xseq in X
+        ]
+        gold = [[lid[t] for t in yseq] for yseq in y]
+        seen_labels.update(t for yseq in y for t in yseq)
+        K = len(seen_labels)  # the labels so far: the first K
 
-    def phi(s: int, path: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        n, e = np.zeros((A, L)), np.zeros((L, L))
-        for t, j in enumerate(path):
-            for a in feats[s][t]:
-                n[a, j] += 1
-            if t:
-                e[path[t - 1], j] += 1
-        return n, e
+        def phi(s: int, path: list[int], feats=feats) -> tuple[np.ndarray, np.ndarray]:
+            n, e = np.zeros((A, L)), np.zeros((L, L))
+            for t, j in enumerate(path):
+                for a in feats[s][t]:
+                    n[a, j] += 1
+                if t:
+                    e[path[t - 1], j] += 1
+            return n, e
 
-    for epoch in range(1, epochs + 1):
-        for s in shard_order(len(X), None, True, seed, epoch, 0):
-            T = len(gold[s])
-            pot = torch.zeros(T, L, L, dtype=torch.float64)
-            for t in range(T):
-                scores = sum((node[a] for a in feats[s][t]), np.zeros(L))
-                pot[t] = torch.from_numpy(scores)[None, :] + (torch.from_numpy(edge) if t else 0)
-            pred, _ = viterbi_loop(pot, T)
-            if pred != gold[s]:
-                (gn, ge), (pn, pe) = phi(s, gold[s]), phi(s, pred)
-                node += gn - pn
-                edge += ge - pe
-            node_sum += node
-            edge_sum += edge
-            count += 1
+        for epoch in range(done + 1, done + epochs + 1):
+            for s in shard_order(len(X), None, True, seed, epoch, 0):
+                T = len(gold[s])
+                pot = torch.zeros(T, K, K, dtype=torch.float64)
+                for t in range(T):
+                    scores = sum((node[a, :K] for a in feats[s][t]), np.zeros(K))
+                    trans = torch.from_numpy(edge[:K, :K]) if t else 0
+                    pot[t] = torch.from_numpy(scores)[None, :] + trans
+                pred, _ = viterbi_loop(pot, T)
+                if pred != gold[s]:
+                    (gn, ge), (pn, pe) = phi(s, gold[s]), phi(s, pred)
+                    node += gn - pn
+                    edge += ge - pe
+                node_sum += node
+                edge_sum += edge
+                count += 1
+        done += epochs
     return node_sum / count, edge_sum / count
 
 

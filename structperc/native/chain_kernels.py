@@ -111,14 +111,16 @@ def predict_all(doc_offsets, ids, offsets, values, weighted, node, trans, out): 
 
 @njit(cache=True)
 def _add(table, sums, touched, index, val, scale, seen, average):  # pragma: no cover - jit
-    """table[index] += scale * val (and the averaging sum, and the journal mark), in the
-    table's dtype as torch's ``index_add_(alpha=scale)`` computes it."""
+    """table[index] += scale * val (and the averaging sum, and the journal mark where there
+    is a journal: ``touched`` not empty), in the table's dtype as torch's
+    ``index_add_(alpha=scale)`` computes it."""
     cast = table.dtype.type
     v = cast(val)
     table[index] += cast(scale) * v
     if average and seen > 0:
         sums[index] += cast(scale * seen) * v
-    touched[index] = 1
+    if touched.shape[0] > 0:
+        touched[index] = 1
 
 
 @njit(cache=True)

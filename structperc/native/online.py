@@ -85,7 +85,7 @@ class CompiledEpoch:
         dtype = node.dtype
         self.csr = csr_arrays(data.features, dtype)  # doc_offsets, ids, offsets, values, weighted
         self.mapped = data.features.mapped
-        self.labels = data.labels.numpy().astype(np.int64)
+        self.labels = np.asarray(data.labels.numpy(), dtype=np.int64)  # [N] (no copy)
         lengths = np.diff(self.csr[0])
         T = max(int(lengths.max()) if len(lengths) else 1, 1)
         L = structure.num_labels
@@ -96,11 +96,23 @@ class CompiledEpoch:
             np.empty((T, L), np.int64),  # back-pointers
             np.empty(T, np.int64),  # path
         )
+        # d's entries summed per instance: PA and AROW only (the perceptron adds d as it goes),
+        # an accumulator and a mark per entry of a table, and the list of the marked ones (at
+        # most two entries an occurrence of the longest instance: its gold and predicted label)
         F = node.shape[0]
-        self.acc = (np.zeros(F * L, np.float64), np.zeros(L * L, np.float64))
-        self.mark = (np.zeros(F * L, np.uint8), np.zeros(L * L, np.uint8))
-        self.lists = (np.empty(F * L, np.int64), np.empty(L * L, np.int64))
-        self.touched = (np.zeros(F * L, np.uint8), np.zeros(L * L, np.uint8))
+        if rule == self.kernels.PERCEPTRON:
+            self.acc = (np.zeros(0, np.float64), np.zeros(0, np.float64))
+            self.mark = (np.zeros(0, np.uint8), np.zeros(0, np.uint8))
+            self.lists = (np.empty(0, np.int64), np.empty(0, np.int64))
+        else:
+            ids_per_doc = np.diff(self.csr[2][self.csr[0]])  # [D] occurrences of each instance
+            most = 2 * int(ids_per_doc.max()) if len(ids_per_doc) else 0
+            self.acc = (np.zeros(F * L, np.float64), np.zeros(L * L, np.float64))
+            self.mark = (np.zeros(F * L, np.uint8), np.zeros(L * L, np.uint8))
+            self.lists = (np.empty(min(F * L, most), np.int64), np.empty(L * L, np.int64))
+        self.size = (F * L, L * L)
+        # the entries an epoch wrote, for parameter mixing: allocated when a journal asks
+        self.touched = (np.zeros(0, np.uint8), np.zeros(0, np.uint8))
 
     def _kernel(self, chunk, node, edge, sums, up, pa, arow, variances, touched, stats) -> None:
         self.kernels.online_epoch(
@@ -139,7 +151,9 @@ class CompiledEpoch:
         else:
             variances = (node[:0], edge[:0])
         journal = up.journal is not None  # parameter mixing: the entries this epoch wrote
-        touched = self.touched  # (written by every update; read only for the journal)
+        if journal and len(self.touched[0]) != self.size[0]:
+            self.touched = tuple(np.zeros(n, np.uint8) for n in self.size)
+        touched = self.touched  # (empty without a journal: the kernel then marks nothing)
         if journal:
             for mask in touched:
                 mask[:] = 0

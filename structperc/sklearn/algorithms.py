@@ -61,6 +61,8 @@ class Algorithm:
     max_iterations: CRFsuite's default limit on iterations (epochs for the online learners).
     parallel:       whether it trains over several processes (``n_jobs``): not SGD, whose
                     updates are online within an epoch.
+    online:         an online learner, one update per sequence (``partial_fit``: one epoch
+                    a call), not the CRF's optimisation of a whole training set.
     """
 
     module: str
@@ -68,6 +70,7 @@ class Algorithm:
     settings: Callable[[dict], dict]
     max_iterations: int
     parallel: bool = True
+    online: bool = True
 
 
 def crf_settings(optimizer: str) -> Callable[[dict], dict]:
@@ -109,8 +112,10 @@ def crf_scan(optimizer: str, device: str) -> str:
 
 
 ALGORITHMS: dict[str, Algorithm] = {
-    "lbfgs": Algorithm("structperc.crf.learner", "CRF", crf_settings("lbfgs"), 1000),
-    "l2sgd": Algorithm("structperc.crf.learner", "CRF", crf_settings("sgd"), 1000, parallel=False),
+    "lbfgs": Algorithm("structperc.crf.learner", "CRF", crf_settings("lbfgs"), 1000, online=False),
+    "l2sgd": Algorithm(
+        "structperc.crf.learner", "CRF", crf_settings("sgd"), 1000, parallel=False, online=False
+    ),
     "ap": Algorithm("structperc.learn.perceptron", "Perceptron", lambda p: {"average": True}, 100),
     "pa": Algorithm(
         "structperc.learn.passive_aggressive",

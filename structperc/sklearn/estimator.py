@@ -18,14 +18,19 @@ structperc's margin and mmvp) through ``train.fit``; decoding is the chain struc
 
 Beyond sklearn-crfsuite: ``predict_nbest`` (the n best labelings of each sequence, exact),
 ``n_jobs`` (training over several processes, ``parallel.py``), ``device`` (where the tables
-live; "cuda" for a GPU), ``random_state`` (the seed of the online learners' orders) and
-``constraints``.  Parameters left at None take CRFsuite's defaults.  A pickled estimator holds
-its model as safetensors bytes and JSON (``model.py``), no torch object.
+live; "cuda" for a GPU), ``random_state`` (the seed of the online learners' orders),
+``constraints``, ``warm_start`` and ``partial_fit`` (training continued from the fitted model:
+new attributes and new labels grow its tables, ``continuation.py``), and ``hash_bits`` (a
+model of fixed size: attributes hashed into 2^hash_bits rows, ``hashing.py``).  Parameters
+left at None take CRFsuite's defaults.  A pickled estimator holds its model as safetensors
+bytes and JSON (``model.py``), no torch object.
+
+Reading the training items keeps the features' own bytes and little more (``occurrences.py``):
+4 bytes an attribute occurrence, 8 a token for the offsets and 8 for the label.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -51,10 +56,14 @@ from structperc.model.weights import ChainWeights
 from structperc.native.chain_predict import compiled_chain
 from structperc.sklearn.algorithms import ALGORITHMS, make_learner, resolved
 from structperc.sklearn.attributes import AttributeDictionary
+from structperc.sklearn.continuation import AVERAGES, continued_start
 from structperc.sklearn.eli5_support import register as register_eli5
+from structperc.sklearn.hashing import HashedAttributes, check_bits
+from structperc.sklearn.lineage import jsonable, lineage_entry
 from structperc.sklearn.metrics import flat_accuracy_score
 from structperc.sklearn.model import FittedModel
 from structperc.sklearn.parallel import train_parallel, usable_jobs
+from structperc.sklearn.sequences import LabelledSequences, blocks_of
 from structperc.sklearn.training import TrainingLog, train_chain
 from structperc.structures.chain import ChainData, ChainStructure, length_batches
 
@@ -89,6 +98,20 @@ class CRF(BaseEstimator):
         n_jobs: training processes (1; -1 every core), CPU only.
         random_state: seed of the online learners' shuffled orders (0 when None).
         constraints: "iob2" decodes only IOB2-valid labelings (labels must be IOB2 tags).
+        warm_start: ``fit`` continues from the fitted model instead of starting afresh
+            (scikit-learn's meaning; ``continuation.py``), and the model keeps the training
+            state a later continuation needs (an averaging learner's own weights and sums,
+            AROW's variances: two or three more tables beside the model's).
+        warm_average: what a continued training (a warm ``fit``, ``partial_fit``) of an
+            averaging learner does with the average: "continue" it over every instance of
+            every training, "restart" it from the model's weights, or "auto" (restart when
+            the new data brings new labels, else continue; ``continuation.py``).
+        hash_bits: hash attribute names into 2^hash_bits rows (``hashing.py``): a model of
+            fixed size whatever the data, without attribute names (None: a dictionary of the
+            training attributes, CRFsuite's model).
+
+    ``info["lineage"]`` of ``model_`` lists the trainings the model went through (``fit``,
+    ``partial_fit``, warm starts), with their data sizes, algorithms and epochs.
     """
 
     def __init__(
@@ -115,6 +138,9 @@ class CRF(BaseEstimator):
         n_jobs=1,
         random_state=None,
         constraints=None,
+        warm_start=False,
+        warm_average="auto",
+        hash_bits=None,
     ):
         self.algorithm = algorithm
         self.min_freq = min_freq
@@ -138,6 +164,9 @@ class CRF(BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.constraints = constraints
+        self.warm_start = warm_start
+        self.warm_average = warm_average
+        self.hash_bits = hash_bits
 
     # -- training ------------------------------------------------------------------------------
     def fit(self, X, y, X_dev=None, y_dev=None) -> CRF:
@@ -145,37 +174,87 @@ class CRF(BaseEstimator):
         whose token accuracy the training log reports each epoch.  Each may be any iterable
         (a list, a generator): it is read once, into the feature matrix, and the sequences
         themselves are not kept (with ``n_jobs`` > 1 a ``X`` that is not a list is read in
-        one process)."""
+        one process).  With ``warm_start`` and a fitted model, training continues from it
+        (``continuation.py``): ``max_iterations`` more epochs (iterations)."""
         if (X_dev is None) != (y_dev is None):
             raise ValueError("Pass both X_dev and y_dev to use the holdout data")
+        previous = getattr(self, "_model", None) if self.warm_start else None
+        return self._train(X, y, X_dev, y_dev, previous, "fit")
+
+    def partial_fit(self, X, y, classes=None) -> CRF:
+        """One epoch of an online algorithm (ap, pa, arow, margin, mmvp) over the sequences
+        ``X`` with labels ``y`` (any iterables), continuing from the fitted model if there is
+        one (``continuation.py``: new attributes and labels grow its tables; an averaging
+        learner's average goes on over every instance of every call, or restarts where new
+        labels come: ``warm_average``).  ``classes``: labels to
+        have in the model from now on, in this order after those it has (optional: the labels
+        of ``y`` are added as they appear)."""
+        if classes is not None:
+            classes = list(classes)
+            for label in classes:
+                if not isinstance(label, str):
+                    raise ValueError(f"classes: a label must be a str, got {label!r}")
+        previous = getattr(self, "_model", None)
+        return self._train(X, y, None, None, previous, "partial_fit", classes)
+
+    def _train(self, X, y, X_dev, y_dev, previous, call: str, classes=None) -> CRF:
+        """``fit`` / ``partial_fit`` (one epoch): train from zero, or on from ``previous``."""
         params = resolved(self.get_params())
         learner = make_learner(params)
+        if call == "partial_fit" and not ALGORITHMS[params["algorithm"]].online:
+            online = [n for n, a in ALGORITHMS.items() if a.online]
+            raise ValueError(
+                f"partial_fit trains the online algorithms {online}, one epoch a call; "
+                f"algorithm={params['algorithm']!r} optimises a whole training set: use fit "
+                "(warm_start=True starts it from the fitted model)"
+            )
         self._check_constraints()
+        if self.warm_average not in AVERAGES:
+            raise ValueError(f"warm_average must be one of {AVERAGES}, got {self.warm_average!r}")
+        bits = None if self.hash_bits is None else check_bits(self.hash_bits)
         world = usable_jobs(self.n_jobs)
         if world > 1 and not ALGORITHMS[params["algorithm"]].parallel:
             raise ValueError(
                 f"algorithm={params['algorithm']!r} trains in one process (its updates are "
                 f"online); use n_jobs=1, not {self.n_jobs}"
             )
-        train = LabelledSequences(X, y, "X", "y")
-        attributes, features, values = AttributeDictionary.fit_transform(
+        if previous is not None and previous.attributes.hash_bits != bits:
+            had = previous.attributes.hash_bits
+            kind = f"hashed into 2^{had} rows" if had else "a dictionary"
+            raise ValueError(
+                f"the fitted model's attributes are {kind} (hash_bits={had}); continuing it "
+                f"needs the same hash_bits, got {self.hash_bits!r} (or warm_start=False to "
+                "start afresh)"
+            )
+        known = list(previous.labels) if previous is not None else []
+        known += [c for c in dict.fromkeys(classes or []) if c not in known]
+        train = LabelledSequences(X, y, "X", "y", known)
+        if previous is not None:
+            attributes = previous.attributes
+        else:
+            attributes = AttributeDictionary() if bits is None else HashedAttributes(bits)
+        attributes, features, values = attributes.grown(
             train.sequences(world > 1 and isinstance(X, Sequence)),
             params["min_freq"],
             jobs=world,  # n_jobs processes read the items too
             numbers=train.numbers,
         )
-        if not train.labels:
+        if not train.num_tokens:
             raise ValueError("X has no sequence with tokens: nothing to train on")
-        labels = first_seen_labels(train.labels)
-        data = chain_data(features, values, "X", labels, train.labels)
+        labels = train.labels
+        data = chain_data(features, values, train.gold_tensor())
         dev = None
         if X_dev is not None:
-            held = LabelledSequences(X_dev, y_dev, "X_dev", "y_dev")
+            held = LabelledSequences(X_dev, y_dev, "X_dev", "y_dev", labels, grow=False)
             found = attributes.transform(held.sequences(), "X_dev", held.numbers)
-            dev = chain_data(*found, "X_dev", labels, held.labels)
-        weights = ChainWeights(len(attributes), labels, edges=False)
+            dev = chain_data(*found, held.gold_tensor())
+        start = None
+        if previous is not None:
+            start = continued_start(previous, len(attributes), labels, learner, self.warm_average)
+        before = start.epoch if start is not None else 0
+        epochs = 1 if call == "partial_fit" else params["max_iterations"]
         settings = FitSettings(
-            max_epochs=params["max_iterations"],
+            max_epochs=before + epochs,
             tol=params["epsilon"],
             patience=3,
             shuffle=True,
@@ -183,12 +262,27 @@ class CRF(BaseEstimator):
             device=self.device,
             progress=bool(self.verbose),
         )
+        keep = bool(self.warm_start) or call == "partial_fit"
+        weights = ChainWeights(len(attributes), labels, edges=False)
         if world > 1:
-            log = train_parallel(world, learner, weights, data, settings, dev)
+            log, state = train_parallel(world, learner, weights, data, settings, dev, start, keep)
         else:
-            log = train_chain(learner, weights.to(self.device), data, settings, dev)
-        info = {"algorithm": params["algorithm"], "settings": jsonable(params), "n_jobs": world}
-        self._model = FittedModel.of(weights, attributes, info)
+            weights = weights.to(self.device)
+            log, state = train_chain(
+                learner, weights, data, settings, dev, start=start, keep_state=keep
+            )
+        entry = lineage_entry(call, params, train, log, previous, attributes, labels, start)
+        epoch = int(previous.info.get("epoch", 0)) if previous is not None else 0
+        if learner.online and log.iterations:
+            epoch = log.iterations[-1]["num"]  # the online epochs' count goes on (their orders)
+        info = {
+            "algorithm": params["algorithm"],
+            "settings": jsonable(params),
+            "n_jobs": world,
+            "epoch": epoch,
+            "lineage": [*(previous.info.get("lineage", []) if previous else []), entry],
+        }
+        self._model = FittedModel.of(weights, attributes, info, state)
         self._structure, self._structure_key = None, None
         self.training_log_: TrainingLog = log
         register_eli5(CRF)  # eli5.explain_weights(crf), where eli5 is installed
@@ -213,8 +307,13 @@ class CRF(BaseEstimator):
 
     @property
     def attributes_(self) -> list[str]:
-        """The attribute names of the model, ids in order."""
-        return list(self.model_.attributes.names)
+        """The attribute names of the model, ids in order; a hashed model (``hash_bits``)
+        keeps no names: its rows that hold a non-zero weight, as "#<row>"."""
+        model = self.model_
+        if model.attributes.hash_bits is None:
+            return list(model.attributes.names)
+        rows = torch.nonzero(model.node.any(dim=1)).view(-1).tolist()
+        return [model.attributes.name_of(r) for r in rows]
 
     @property
     def num_attributes_(self) -> int:
@@ -222,7 +321,8 @@ class CRF(BaseEstimator):
 
     @property
     def state_features_(self) -> dict[tuple[str, str], float]:
-        """{(attribute, label): weight}, the non-zero state weights."""
+        """{(attribute, label): weight}, the non-zero state weights (a hashed model's
+        attributes are its rows, "#<row>": ``hashing.row_of`` gives a name's row)."""
         return self.model_.state_features()
 
     @property
@@ -232,7 +332,8 @@ class CRF(BaseEstimator):
 
     @property
     def size_(self) -> int:
-        """Bytes of the model (safetensors tables and JSON header)."""
+        """Bytes of the model (safetensors tables and JSON header), without the training state
+        a ``warm_start`` model keeps."""
         return self.model_.size
 
     def __sklearn_is_fitted__(self) -> bool:
@@ -263,7 +364,7 @@ class CRF(BaseEstimator):
             found = self.model_.attributes.transform(
                 (block[s] for s in kept), "X", [start + s for s in kept]
             )
-            for s, result in zip(kept, decode(chain_data(*found, "X")), strict=True):
+            for s, result in zip(kept, decode(chain_data(*found)), strict=True):
                 out[start + s] = result
         return out
 
@@ -352,7 +453,7 @@ class CRF(BaseEstimator):
         if not len(xseq):
             raise ValueError("xseq has no items to explain")
         model = self.model_
-        data = chain_data(*model.attributes.transform([xseq], "xseq"), "xseq")
+        data = chain_data(*model.attributes.transform([xseq], "xseq"))
         batch = make_batch(data.features, [0]).to(self.device)
         structure = self.structure_()
         exact = ChainStructure(model.weights(self.device).double(), structure.constraints)
@@ -384,15 +485,11 @@ class CRF(BaseEstimator):
             register_eli5(CRF)
 
 
-def chain_data(features, values, name: str, labels=None, y=None) -> ChainData:
-    """The sequences as the chain reads them (gold label ids from ``y`` where given; a label
-    not among ``labels`` gets -1, never right)."""
+def chain_data(features, values, gold: torch.Tensor | None = None) -> ChainData:
+    """The sequences as the chain reads them: ``features`` with their ``values`` (None: all 1)
+    and the gold label ids [N] where given (-1: a label the model does not have)."""
     if values is not None:
         features = replace(features, values=values)
-    gold = None
-    if y is not None:
-        index = {label: i for i, label in enumerate(labels)}
-        gold = torch.tensor([index.get(t, -1) for yseq in y for t in yseq], dtype=torch.long)
     return ChainData(features, gold)
 
 
@@ -418,82 +515,9 @@ def token_marginals(structure: ChainStructure, batch: FeatureBatch) -> torch.Ten
     return probs
 
 
-class LabelledSequences:
-    """Sequences of items ``X`` and their labels ``y`` (any iterables), checked as they are
-    read: ``sequences()`` yields the items of each sequence that has tokens, and meanwhile
-    records its number in ``numbers`` and its labels in ``labels`` (the labels are kept: the
-    items are not)."""
-
-    def __init__(self, X, y, x_name: str, y_name: str):
-        self.X, self.y = X, y
-        self.x_name, self.y_name = x_name, y_name
-        self.numbers: list[int] = []
-        self.labels: list[list[str]] = []
-
-    def sequences(self, as_list: bool = False):
-        """The non-empty sequences of X (a generator; a list when ``as_list``, for reading in
-        forked blocks), with ValueError naming the first sequence whose items and labels
-        differ in number, or a label that is not a str."""
-        read = self._read()
-        return list(read) if as_list else read
-
-    def _read(self):
-        xs, ys = iter(self.X), iter(self.y)
-        end = object()
-        s = 0
-        while True:
-            xseq, yseq = next(xs, end), next(ys, end)
-            if xseq is end or yseq is end:
-                if xseq is not yseq:  # one ran out first
-                    longer = self.x_name if yseq is end else self.y_name
-                    raise ValueError(
-                        f"{self.x_name} and {self.y_name} differ in length: {longer} has more "
-                        f"than {s} sequences"
-                    )
-                return
-            check_sequence(xseq, yseq, s, self.x_name, self.y_name)
-            if len(xseq):  # an empty sequence has nothing to learn from
-                self.numbers.append(s)
-                self.labels.append(list(yseq))
-                yield xseq
-            s += 1
-
-
-def check_sequence(xseq, yseq, s: int, x_name: str, y_name: str) -> None:
-    """ValueError when sequence ``s``'s items and labels differ in number, or a label is not
-    a str."""
-    if len(xseq) != len(yseq):
-        raise ValueError(
-            f"{x_name}[{s}] has {len(xseq)} items but {y_name}[{s}] has {len(yseq)} labels"
-        )
-    for t, label in enumerate(yseq):
-        if not isinstance(label, str):
-            raise ValueError(
-                f"{y_name}[{s}][{t}]: a label must be a str, got {type(label).__name__}"
-            )
-
-
-def blocks_of(X, size: int):
-    """Consecutive lists of up to ``size`` items of the iterable ``X``."""
-    it = iter(X)
-    while block := list(itertools.islice(it, size)):
-        yield block
-
-
-def first_seen_labels(y: Sequence[Sequence[str]]) -> list[str]:
-    """The distinct labels of ``y`` in the order they first appear (CRFsuite's)."""
-    return list(dict.fromkeys(label for yseq in y for label in yseq))
-
-
 def object_array(items: list) -> np.ndarray:
     """A 1-d object array of ``items`` (lists stay lists, whatever their lengths)."""
     out = np.empty(len(items), dtype=object)
     for i, item in enumerate(items):
         out[i] = item
     return out
-
-
-def jsonable(params: dict) -> dict:
-    """``params`` with every value a JSON scalar (others as their str)."""
-    plain = (str, int, float, bool, type(None))
-    return {k: v if isinstance(v, plain) else str(v) for k, v in params.items()}

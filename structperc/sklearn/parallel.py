@@ -25,6 +25,7 @@ from structperc.forking import Child, SharedTables, can_fork
 from structperc.learn.base import Learner
 from structperc.learn.fitting import FitSettings
 from structperc.model.weights import ChainWeights
+from structperc.sklearn.continuation import Start
 from structperc.sklearn.training import TrainingLog, train_chain
 from structperc.sklearn.warm import warm_kernels
 from structperc.structures.chain import ChainData
@@ -47,9 +48,11 @@ def train_parallel(
     data: ChainData,
     settings: FitSettings,
     dev: ChainData | None = None,
-) -> TrainingLog:
-    """``train_chain`` over ``world`` forked ranks; ``weights`` (on the CPU) receive rank 0's
-    final tables."""
+    start: Start | None = None,
+    keep_state: bool = False,
+) -> tuple[TrainingLog, dict]:
+    """``train_chain`` over ``world`` forked ranks (each from ``start``); ``weights`` (on the
+    CPU) receive rank 0's final tables, and its log and kept state are returned."""
     if not can_fork(settings.device):
         raise ValueError(
             f"n_jobs={world} trains in forked processes, on Linux with device='cpu' "
@@ -70,10 +73,12 @@ def train_parallel(
                 )
                 try:
                     group = Group.joined()
-                    log = train_chain(learner, weights, data, settings, dev, group)
+                    log, state = train_chain(
+                        learner, weights, data, settings, dev, group, start, keep_state
+                    )
                     if group.is_main:
                         shared.copy_from(weights.tables())
-                        return log
+                        return log, state
                     return None
                 finally:
                     dist.destroy_process_group()

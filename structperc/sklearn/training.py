@@ -5,7 +5,9 @@
 an ``Updater``, ``train.fit`` (the epochs of an online learner, iterative parameter mixing over
 the ranks; the CRF's own optimisation, its objective summed over the ranks), then the averaged
 weights installed.  Each epoch (L-BFGS iteration) goes into the training log, with the accuracy
-on held-out sequences where there are some (rank 0 alone evaluates).
+on held-out sequences where there are some (rank 0 alone evaluates).  A continued training
+starts from a ``continuation.Start`` (through ``train.fit``'s resume), and the training state
+a later one would continue from is returned where asked (``continuation.kept_state``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from structperc.learn.base import Learner
 from structperc.learn.fitting import EpochLog, FitSettings
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
+from structperc.sklearn.continuation import Start, kept_state
 from structperc.structures.chain import ChainData, ChainStructure
 from structperc.train import fit
 
@@ -57,10 +60,14 @@ def train_chain(
     settings: FitSettings,
     dev: ChainData | None = None,
     group: Group = SERIAL,
-) -> TrainingLog:
+    start: Start | None = None,
+    keep_state: bool = False,
+) -> tuple[TrainingLog, dict]:
     """Train ``weights`` in place on ``data`` (this rank's part of it on a parallel ``group``);
     the averaged weights are installed at the end.  ``dev``: sequences with gold labels whose
-    token accuracy each epoch's log entry reports (rank 0)."""
+    token accuracy each epoch's log entry reports (rank 0).  ``start``: where a continued
+    training starts (None: from zero).  Returns the log and, with ``keep_state``, the training
+    state to keep in the model (else {})."""
     structure = ChainStructure(weights)
     updater = Updater(weights, average=learner.average)
     log = TrainingLog()
@@ -77,7 +84,11 @@ def train_chain(
             entry["dev_accuracy"] = right / max(dev.num_tokens, 1)
         log.iterations.append(entry)
 
-    result = fit(learner, structure, updater, data, settings, on_epoch=on_epoch, group=group)
+    resume = {"checkpoint": start, "resume": True} if start is not None else {}
+    result = fit(
+        learner, structure, updater, data, settings, on_epoch=on_epoch, group=group, **resume
+    )
+    state = kept_state(updater, learner) if keep_state else {}
     updater.finalize()
     log.stopped_by, log.seconds = result.stopped_by, result.train_seconds
-    return log
+    return log, state

@@ -1,0 +1,114 @@
+"""The user's sequences as the face reads them: items ``X`` with labels ``y``, any iterables.
+
+``LabelledSequences`` checks each pair as it is read and keeps, of the labels, their ids only
+(``gold``: 8 bytes a token, in a typed buffer handed to torch without a copy), numbered in the
+order the labels first appear after those it starts with (a warm start's model's); of the
+items it keeps nothing (the attribute reading turns them into the matrix,
+``attributes.py``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from array import array
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+
+class LabelledSequences:
+    """Sequences of items ``X`` and their labels ``y`` (any iterables), checked as they are
+    read: ``sequences()`` yields the items of each sequence that has tokens, and meanwhile
+    records its number in ``numbers`` and its label ids in ``gold``.
+
+    labels: the labels known before reading, ids in order; ``grow``: a new label takes the next
+    id (else it is -1, a label no prediction can match: held-out data).
+    """
+
+    def __init__(
+        self,
+        X,
+        y,
+        x_name: str,
+        y_name: str,
+        labels: Sequence[str] = (),
+        grow: bool = True,
+    ):
+        self.X, self.y = X, y
+        self.x_name, self.y_name = x_name, y_name
+        self.numbers = array("q")  # [D] the position in X of each sequence read
+        self.gold = array("q")  # [N] label ids
+        known = zip(labels, range(len(labels)), strict=True)
+        if grow:
+            self.index: dict[str, int] = defaultdict(itertools.count(len(labels)).__next__, known)
+            self._ids = self.index.__getitem__
+        else:
+            self.index = dict(known)
+            get = self.index.get
+            self._ids = lambda label: get(label, -1)
+
+    @property
+    def labels(self) -> list[str]:
+        """The labels, ids in order: those it started with, then the new ones as they first
+        appeared."""
+        return list(self.index)
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.gold)
+
+    def gold_tensor(self) -> torch.Tensor:
+        """The label ids [N] (int64) over the buffer itself (read nothing after)."""
+        return torch.from_numpy(np.frombuffer(self.gold, dtype=np.int64))
+
+    def sequences(self, as_list: bool = False):
+        """The non-empty sequences of X (a generator; a list when ``as_list``, for reading in
+        forked blocks), with ValueError naming the first sequence whose items and labels
+        differ in number, or a label that is not a str."""
+        read = self._read()
+        return list(read) if as_list else read
+
+    def _read(self):
+        xs, ys = iter(self.X), iter(self.y)
+        end = object()
+        ids = self._ids
+        s = 0
+        while True:
+            xseq, yseq = next(xs, end), next(ys, end)
+            if xseq is end or yseq is end:
+                if xseq is not yseq:  # one ran out first
+                    longer = self.x_name if yseq is end else self.y_name
+                    raise ValueError(
+                        f"{self.x_name} and {self.y_name} differ in length: {longer} has more "
+                        f"than {s} sequences"
+                    )
+                return
+            check_sequence(xseq, yseq, s, self.x_name, self.y_name)
+            if len(xseq):  # an empty sequence has nothing to learn from
+                self.numbers.append(s)
+                self.gold.extend(map(ids, yseq))
+                yield xseq
+            s += 1
+
+
+def check_sequence(xseq, yseq, s: int, x_name: str, y_name: str) -> None:
+    """ValueError when sequence ``s``'s items and labels differ in number, or a label is not
+    a str."""
+    if len(xseq) != len(yseq):
+        raise ValueError(
+            f"{x_name}[{s}] has {len(xseq)} items but {y_name}[{s}] has {len(yseq)} labels"
+        )
+    for t, label in enumerate(yseq):
+        if not isinstance(label, str):
+            raise ValueError(
+                f"{y_name}[{s}][{t}]: a label must be a str, got {type(label).__name__}"
+            )
+
+
+def blocks_of(X, size: int):
+    """Consecutive lists of up to ``size`` items of the iterable ``X``."""
+    it = iter(X)
+    while block := list(itertools.islice(it, size)):
+        yield block
