@@ -135,7 +135,8 @@ def scenario_crf(group: Group, out: Path) -> None:
     buckets = make_buckets(
         feats, shard.labels, 2000, with_index=False, num_features=weights.num_features, device="cpu"
     )
-    crf, structure = CRF(sigma2=10.0).resolved(weights.edges), ChainStructure(weights)
+    scan = "sequential" if weights.edges else "scaled"  # the torch scans
+    crf, structure = CRF(sigma2=10.0, scan=scan), ChainStructure(weights)
     f, nll, grads, errors = full_objective(crf, structure, feats, index, buckets, group)
     support = Support.observed(weights, feats, shard.labels, group)  # the union over the shards
     save(

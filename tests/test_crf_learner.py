@@ -8,6 +8,7 @@ import math
 import os
 import re
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -127,8 +128,26 @@ def objective_of(learner, weights, features, labels, budget=16, packed=False):
         device="cpu",
         packed=packed,
     )
-    crf = learner.resolved(weights.edges)  # as CRF.fit does, once
+    crf = torch_resolved(learner, weights.edges)  # as CRF.fit does, once
     return full_objective(crf, ChainStructure(weights), features, index, buckets)
+
+
+def torch_resolved(learner: CRF, edges: bool) -> CRF:
+    """``learner.resolved`` as on a machine without numba: ``scan="auto"`` takes the torch
+    scans these tests check (with numba it takes the compiled objective, which
+    ``test_native.py`` and ``test_edge_crf_kernel.py`` check against them)."""
+    crf = learner.resolved(edges)
+    if learner.scan == "auto" and crf.scan == "compiled":
+        return replace(learner, scan="sequential" if edges else "scaled")
+    return crf
+
+
+@pytest.fixture(autouse=True)
+def torch_scans(monkeypatch):
+    """Every CRF of this file resolves ``scan="auto"`` to a torch scan (``torch_resolved``)."""
+    from structperc.crf import learner as crf_learner
+
+    monkeypatch.setattr(crf_learner, "numba_available", lambda: False)
 
 
 # ---------------------------------------------------------------------------------------------

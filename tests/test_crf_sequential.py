@@ -173,10 +173,19 @@ def test_sequential_objective_equals_scaled(edges):
     assert (one[0].layout is not None) == edges  # the in-place path ran with edge features
 
 
-def test_auto_scan():
+def test_auto_scan(monkeypatch):
+    from structperc.crf import learner as crf_learner
+
     assert CRF().scan == "auto"
+    # on a CPU with numba, L-BFGS with edge features runs the compiled objective, and so
+    # does a training set mapped from disk; without numba the sequential scan
+    compiled = "compiled" if crf_learner.numba_available() else "sequential"
+    assert CRF().resolved(edges=True).scan == compiled
+    assert CRF().resolved(edges=True, device=torch.device("cpu")).scan == compiled
+    monkeypatch.setattr(crf_learner, "numba_available", lambda: False)
     assert CRF().resolved(edges=True).scan == "sequential"
-    assert CRF().resolved(edges=True, device=torch.device("cpu")).scan == "sequential"
+    assert CRF().resolved(edges=False, mapped=True).scan == "scaled"
+    monkeypatch.undo()
     assert CRF().resolved(edges=False).scan == "scaled"
     assert CRF(optimizer="sgd").resolved(edges=True).scan == "scaled"
     assert CRF(scan="log").resolved(edges=True).scan == "log"
@@ -188,11 +197,15 @@ def test_auto_scan():
 
 
 @pytest.mark.parametrize("edges", [True, False])
-def test_lbfgs_training_lays_out_buckets_for_the_resolved_scan(edges):
+def test_lbfgs_training_lays_out_buckets_for_the_resolved_scan(edges, monkeypatch):
     """``LBFGSTraining`` lays out the buckets of the scan ``CRF.resolved`` chose: with edge
     features one bucket of rows for the sequential scan, without them the tree scan's buckets;
-    an unresolved ``scan="auto"`` is refused."""
+    an unresolved ``scan="auto"`` is refused.  (Where numba is absent: with it, auto takes
+    the compiled objective, which has no buckets.)"""
+    from structperc.crf import learner as crf_learner
     from structperc.crf.optimization import LBFGSTraining
+
+    monkeypatch.setattr(crf_learner, "numba_available", lambda: False)
 
     features, labels, names = toy_problem(6, docs=30)
     weights = random_weights(12, names, edges=edges)

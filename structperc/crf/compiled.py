@@ -19,6 +19,7 @@ from torch import Tensor
 
 from structperc.crf.buckets import length_buckets
 from structperc.crf.objective import CRFSettings, with_prior
+from structperc.crf.sparse import Support
 from structperc.distributed import SERIAL, Group
 from structperc.features.extract import FeatureMatrix
 from structperc.features.store import RELEASE_EVERY, release_pages
@@ -26,13 +27,16 @@ from structperc.model.weights import ChainWeights
 from structperc.native import available as numba_available
 from structperc.native.inputs import csr_arrays, table_arrays
 
+ROWS = 1 << 16  # rows of a support mask turned into column indices at a time
 
-def check_compiled(weights: ChainWeights, device) -> None:
-    """ValueError naming what is missing when ``scan="compiled"`` cannot run here."""
-    if weights.edges:
+
+def check_compiled(weights: ChainWeights, device, sgd: bool = False) -> None:
+    """ValueError naming what is missing when ``scan="compiled"`` cannot run here (SGD's
+    epochs: one transition matrix only)."""
+    if weights.edges and sgd:
         raise ValueError(
-            "learner.scan=compiled needs one transition matrix (features.edges=false); "
-            "with edge features use scan=sequential"
+            "learner.scan=compiled runs SGD with one transition matrix (features.edges=false); "
+            "with edge features use learner.optimizer=lbfgs or scan=sequential"
         )
     if torch.device(device).type != "cpu":
         raise ValueError(f"learner.scan=compiled runs on the CPU, not on {device}")
@@ -47,8 +51,10 @@ class KernelInputs:
     """The arrays the kernels read: the CSR features, values and gold labels of the documents,
     and the weights whose tables they read (``check_compiled``: where they can run)."""
 
-    def __init__(self, weights: ChainWeights, features: FeatureMatrix, labels: Tensor):
-        check_compiled(weights, features.ids.device)
+    def __init__(
+        self, weights: ChainWeights, features: FeatureMatrix, labels: Tensor, sgd: bool = False
+    ):
+        check_compiled(weights, features.ids.device, sgd)
         self.weights = weights
         self.mapped = features.mapped  # (from disk: features/store.py)
         self.csr = csr_arrays(features)  # doc_offsets, ids, offsets, values, weighted
@@ -99,10 +105,77 @@ class CompiledObjective(KernelInputs):
                 release_pages()
         dtype = w.node.weight.dtype
         grads = [
-            torch.from_numpy(self.grad_node).to(dtype),
-            torch.from_numpy(self.grad_trans.reshape(1, L * L)).to(dtype),
+            # copies (float64 tables too): L-BFGS keeps the gradient of one evaluation while it
+            # asks for the next, which refills these buffers
+            torch.from_numpy(self.grad_node).to(dtype, copy=True),
+            torch.from_numpy(self.grad_trans.reshape(1, L * L)).to(dtype, copy=True),
         ]
         return with_prior(learner, w.dense_tables, grads, float(total), int(errors), group)
+
+
+class CompiledEdgeObjective(KernelInputs):
+    """f(w) and its gradient with edge features (``ChainWeights(edges=True)``) over the
+    parameters a ``Support`` keeps (None: every entry of the joint table), in
+    ``Support.gather``'s order: ``native/edge_crf_kernels.py``.  L-BFGS moves those
+    parameters; the kernel reads them, not the tables."""
+
+    def __init__(
+        self,
+        weights: ChainWeights,
+        features: FeatureMatrix,
+        labels: Tensor,
+        support: Support | None = None,
+    ):
+        from structperc.native.edge_crf_kernels import edge_nll_gradient
+
+        super().__init__(weights, features, labels)
+        self.kernel = edge_nll_gradient
+        L, F = weights.num_labels, weights.num_features
+        D = L + L * L
+        if support is None:  # every entry: row f's parameters are its D columns
+            self.row_ptr = np.arange(F + 1, dtype=np.int64) * D
+            self.n_node = np.full(F, L, dtype=np.int64)
+            self.cols = np.tile(np.arange(D, dtype=np.int16), F)
+        else:
+            mask = support.masks[0]  # [F, D] over the joint node | edge table
+            self.n_node = mask[:, :L].sum(dim=1).numpy().astype(np.int64)  # [F]
+            self.row_ptr = np.zeros(F + 1, dtype=np.int64)
+            np.cumsum(mask.sum(dim=1).numpy(), out=self.row_ptr[1:])
+            self.cols = np.empty(int(self.row_ptr[-1]), dtype=np.int16)  # [P]
+            for a in range(0, F, ROWS):  # (nonzero of a block of rows at a time)
+                cols = torch.nonzero(mask[a : a + ROWS])[:, 1].numpy()
+                self.cols[self.row_ptr[a] : self.row_ptr[a] + len(cols)] = cols
+        docs = len(self.doc_offsets) - 1
+        step = RELEASE_EVERY if self.mapped else max(docs, 1)
+        self.blocks = [(a, min(a + step, docs)) for a in range(0, docs, step)]
+        self.grad = np.zeros(len(self.cols))  # [P] float64
+
+    def _run(self, doc_offsets, params: np.ndarray, total: float = 0.0) -> tuple[float, int]:
+        return self.kernel(
+            doc_offsets, *self.csr[1:], self.labels, self.weights.num_labels, self.row_ptr,
+            self.n_node, self.cols, params, self.grad, total,
+        )  # fmt: skip
+
+    def warm(self) -> None:
+        """Load the kernel in this process by running it on no documents."""
+        self._run(self.doc_offsets[:1], np.zeros(len(self.cols), np.float32))
+
+    def __call__(
+        self, learner: CRFSettings, params: list[Tensor], group: Group = SERIAL
+    ) -> tuple[float, float, list[Tensor], int]:
+        """(f, sum nll, [gradient of ``params``], errors) at ``params`` ([P], or the joint
+        table itself without a support)."""
+        values = params[0].detach().reshape(-1).numpy()  # [P]
+        self.grad.fill(0.0)
+        total, errors = 0.0, 0
+        for a, b in self.blocks:  # (documents a..b-1: the sums of one call, in its order)
+            total, wrong = self._run(self.doc_offsets[a : b + 1], values, total)
+            errors += wrong
+            if self.mapped:
+                release_pages()
+        grad = torch.from_numpy(self.grad).to(params[0].dtype, copy=True)  # (as above)
+        grad = grad.reshape(params[0].shape)
+        return with_prior(learner, params, [grad], float(total), int(errors), group)
 
 
 class CompiledSGD(KernelInputs):
@@ -114,7 +187,7 @@ class CompiledSGD(KernelInputs):
     ):
         from structperc.native.crf_kernels import sgd_epoch
 
-        super().__init__(weights, features, labels)
+        super().__init__(weights, features, labels, sgd=True)
         self.kernel = sgd_epoch
         lengths = np.diff(self.doc_offsets).tolist()
         self.buckets = length_buckets(lengths, learner.batch_tokens)  # documents per batch

@@ -149,14 +149,17 @@ class CRF(Learner):
         a CPU (one bucket of every row: its steps are the row length), else ``"scaled"``:
         buckets of ``dp_batch_tokens`` (the lower peak memory of ``features.edges=false``), and
         on an accelerator the tree scan's log-depth steps (measured on an H100,
-        ``experiments/bench/gpu/``) where the sequential scan's steps are launches.  Training
-        features ``mapped`` from disk (a corpus larger than memory, ``features/store.py``)
-        take the compiled scan where it runs (one transition matrix on a CPU, numba): it reads
-        them document by document; the torch scans hold the whole set's token scores."""
+        ``experiments/bench/gpu/``) where the sequential scan's steps are launches.  On a CPU
+        with numba, L-BFGS with edge features takes the compiled objective instead
+        (``native/edge_crf_kernels.py``: the work per token is the kept weights its features
+        have), and so does any CRF whose training features are ``mapped`` from disk (a corpus
+        larger than memory, ``features/store.py``): it reads them document by document, where
+        the torch scans hold the whole set's token scores."""
         if self.scan != "auto":
             return self
         cpu = torch.device(device).type == "cpu"
-        if mapped and cpu and not edges and numba_available():
+        compiled = cpu and numba_available()
+        if compiled and ((edges and self.optimizer == "lbfgs") or (mapped and not edges)):
             return replace(self, scan="compiled")
         if mapped:
             log.warning(

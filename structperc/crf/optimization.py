@@ -78,7 +78,7 @@ import torch
 from torch import Tensor
 
 from structperc.crf.buckets import Bucket, make_buckets
-from structperc.crf.compiled import CompiledObjective, CompiledSGD
+from structperc.crf.compiled import CompiledEdgeObjective, CompiledObjective, CompiledSGD
 from structperc.crf.objective import (
     CRFSettings,
     bucket_loss,
@@ -489,9 +489,10 @@ class LBFGSTraining(Optimization):
         self.features = FeatureMatrix(*(t.to(device) for t in self.features.tensors().values()))
         self.compiled = None  # scan="compiled": the objective by native/crf_kernels.py
         self.buckets: list = []
-        if self.learner.scan == "compiled":
+        edge_kernel = self.learner.scan == "compiled" and weights.edges
+        if self.learner.scan == "compiled" and not weights.edges:
             self.compiled = CompiledObjective(weights, self.features, self.labels)
-        else:
+        elif not edge_kernel:
             f = features_cpu(self.features)
             index = TransposedIndex.build(f.ids, f.offsets, weights.num_features, f.values)
             self.index = index.to(device)
@@ -518,10 +519,18 @@ class LBFGSTraining(Optimization):
             f", c1 {self.learner.c1:g} (OWL-QN)" if self.learner.c1 > 0 else "",
         )
         params = self.support.gather(tables) if self.support else tables
+        if edge_kernel:  # (native/edge_crf_kernels.py: over the support's parameters)
+            self.compiled = CompiledEdgeObjective(
+                weights, self.features, self.labels, self.support
+            )
         self.opt = LBFGS(params, history=self.learner.history, l1=self.learner.c1)
         self.last: dict = {}  # nll and posterior errors of the last evaluation
 
     def objective(self) -> tuple[float, list[Tensor]]:
+        if isinstance(self.compiled, CompiledEdgeObjective):  # it reads the parameters
+            f, total, grads, errors = self.compiled(self.learner, self.opt.params, self.group)
+            self.last.update(nll=total, errors=errors)
+            return f, grads
         if self.support:  # L-BFGS moved the reduced parameters: the tables follow
             self.support.scatter_(self.tables, self.opt.params)
         if self.compiled is not None:
