@@ -520,9 +520,7 @@ class LBFGSTraining(Optimization):
         )
         params = self.support.gather(tables) if self.support else tables
         if edge_kernel:  # (native/edge_crf_kernels.py: over the support's parameters)
-            self.compiled = CompiledEdgeObjective(
-                weights, self.features, self.labels, self.support
-            )
+            self.compiled = CompiledEdgeObjective(weights, self.features, self.labels, self.support)
         self.opt = LBFGS(params, history=self.learner.history, l1=self.learner.c1)
         self.last: dict = {}  # nll and posterior errors of the last evaluation
 
