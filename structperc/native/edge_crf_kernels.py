@@ -40,17 +40,16 @@ from structperc.native.crf_kernels import log_sum_exp, longest_document
 def document_scores(
     t0, T, ids, offsets, values, weighted, row_ptr, n_node, cols, params, S, phi, labels
 ):  # pragma: no cover - jit
-    """S[:T] [T, L] and phi[:T] [T, L, L] of one document (module docstring); returns the
-    gold labeling's score."""
+    """S[:T] [T, L] and phi[:T] [T, L * L] (flat (from, to): no division in the loops) of one
+    document (module docstring); returns the gold labeling's score."""
     L = S.shape[1]
     gold = 0.0
     for t in range(T):
         for j in range(L):
             S[t, j] = 0.0
         if t > 0:
-            for i in range(L):
-                for j in range(L):
-                    phi[t, i, j] = 0.0
+            for ij in range(L * L):
+                phi[t, ij] = 0.0
         for k in range(offsets[t0 + t], offsets[t0 + t + 1]):
             f = ids[k]
             v = float(values[k]) if weighted else 1.0
@@ -60,14 +59,13 @@ def document_scores(
                 S[t, cols[p]] += v * params[p]
             if t > 0:
                 for p in range(split, row_ptr[f + 1]):
-                    c = cols[p] - L
-                    phi[t, c // L, c % L] += v * params[p]
+                    phi[t, cols[p] - L] += v * params[p]
         y = labels[t0 + t]
         if t > 0:
-            gold += phi[t, labels[t0 + t - 1], y]
+            gold += phi[t, labels[t0 + t - 1] * L + y]
             for i in range(L):
                 for j in range(L):
-                    phi[t, i, j] += S[t, j]
+                    phi[t, i * L + j] += S[t, j]
         gold += S[t, y]
     return gold
 
@@ -91,18 +89,18 @@ def scaled_forward_backward(T, S, phi, G, alpha, beta, c):  # pragma: no cover -
         alpha[0, j] /= total
     log_z = m + math.log(total)
     for t in range(1, T):
-        m = phi[t, 0, 0]
+        m = phi[t, 0]
         for i in range(L):
             for j in range(L):
-                m = max(m, phi[t, i, j])
+                m = max(m, phi[t, i * L + j])
         for i in range(L):
             for j in range(L):
-                G[t, i, j] = math.exp(phi[t, i, j] - m)
+                G[t, i * L + j] = math.exp(phi[t, i * L + j] - m)
         total = 0.0
         for j in range(L):
             a = 0.0
             for i in range(L):
-                a += alpha[t - 1, i] * G[t, i, j]
+                a += alpha[t - 1, i] * G[t, i * L + j]
             alpha[t, j] = a
             total += a
         if not total >= RESCUE:
@@ -117,7 +115,7 @@ def scaled_forward_backward(T, S, phi, G, alpha, beta, c):  # pragma: no cover -
         for i in range(L):
             b = 0.0
             for j in range(L):
-                b += G[t, i, j] * beta[t, j]
+                b += G[t, i * L + j] * beta[t, j]
             beta[t - 1, i] = b / c[t]
     return log_z
 
@@ -125,7 +123,7 @@ def scaled_forward_backward(T, S, phi, G, alpha, beta, c):  # pragma: no cover -
 @njit(cache=True)
 def log_forward_backward(T, S, phi, G, alpha, beta, la, lb):  # pragma: no cover - jit
     """log Z of one document in log space; afterwards alpha[t, j] = p(y_t = j), beta = 1 and
-    G[t, i, j] = p(y_{t-1} = i, y_t = j) (t >= 1): what ``accumulate`` reads with c = 1."""
+    G[t, i * L + j] = p(y_{t-1} = i, y_t = j) (t >= 1): what ``accumulate`` reads with c = 1."""
     L = S.shape[1]
     work = np.empty(L)
     for j in range(L):
@@ -133,14 +131,14 @@ def log_forward_backward(T, S, phi, G, alpha, beta, la, lb):  # pragma: no cover
     for t in range(1, T):
         for j in range(L):
             for i in range(L):
-                work[i] = la[t - 1, i] + phi[t, i, j]
+                work[i] = la[t - 1, i] + phi[t, i * L + j]
             la[t, j] = log_sum_exp(work, L)
     for j in range(L):
         lb[T - 1, j] = 0.0
     for t in range(T - 1, 0, -1):
         for i in range(L):
             for j in range(L):
-                work[j] = phi[t, i, j] + lb[t, j]
+                work[j] = phi[t, i * L + j] + lb[t, j]
             lb[t - 1, i] = log_sum_exp(work, L)
     for j in range(L):
         work[j] = la[T - 1, j]
@@ -152,7 +150,7 @@ def log_forward_backward(T, S, phi, G, alpha, beta, la, lb):  # pragma: no cover
         if t > 0:
             for i in range(L):
                 for j in range(L):
-                    G[t, i, j] = math.exp(la[t - 1, i] + phi[t, i, j] + lb[t, j] - log_z)
+                    G[t, i * L + j] = math.exp(la[t - 1, i] + phi[t, i * L + j] + lb[t, j] - log_z)
     return log_z
 
 
@@ -178,7 +176,7 @@ def edge_nll_gradient(
     n = longest_document(doc_offsets)
     S, alpha, beta = np.empty((n, L)), np.empty((n, L)), np.empty((n, L))
     la, lb, c = np.empty((n, L)), np.empty((n, L)), np.empty(n)
-    phi, G = np.empty((n, L, L)), np.empty((n, L, L))
+    phi, G = np.empty((n, L * L)), np.empty((n, L * L))
     total = total0
     errors = 0
     for d in range(len(doc_offsets) - 1):
@@ -211,8 +209,8 @@ def edge_nll_gradient(
                     for i in range(L):
                         a = alpha[t - 1, i] / c[t]
                         for j in range(L):
-                            G[t, i, j] = a * G[t, i, j] * beta[t, j]
-                G[t, labels[t0 + t - 1], y] -= 1.0
+                            G[t, i * L + j] = a * G[t, i * L + j] * beta[t, j]
+                G[t, labels[t0 + t - 1] * L + y] -= 1.0
             S[t, y] -= 1.0
             for k in range(offsets[t0 + t], offsets[t0 + t + 1]):
                 f = ids[k]
@@ -223,6 +221,5 @@ def edge_nll_gradient(
                     grad[p] += v * S[t, cols[p]]
                 if t > 0:
                     for p in range(split, row_ptr[f + 1]):
-                        col = cols[p] - L
-                        grad[p] += v * G[t, col // L, col % L]
+                        grad[p] += v * G[t, cols[p] - L]
     return total, errors
