@@ -210,11 +210,21 @@ def test_crf_sgd_epochs_equal_the_torch_path(values):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
 
 
-def test_compiled_scan_refuses_edge_features():
+def test_compiled_sgd_refuses_edge_features():
+    """L-BFGS has a compiled edge-feature objective (tests/test_edge_crf_kernel.py); SGD's
+    compiled epochs keep one transition matrix and say so."""
     data, F, L = synthetic(docs=5, F=10, L=3)
     structure = ChainStructure(ChainWeights(F, ["a", "b", "c"], edges=True))
     with pytest.raises(ValueError, match="edges=false"):
-        LBFGSTraining(CRF(scan="compiled"), structure, data.features, data.labels, 0, "cpu", False)
+        SGDTraining(
+            CRF(scan="compiled", optimizer="sgd"),
+            structure,
+            data.features,
+            data.labels,
+            0,
+            "cpu",
+            False,
+        )
 
 
 def train(learner, compiled: bool, values=False, epochs=3, journal=False):
