@@ -51,20 +51,54 @@ def paragraphs(path: Path):
                 yield line
 
 
-def tag_source(tagger, path: Path, out: Path, piece: int) -> int:
-    """Tag one source file into ``out`` (token tag lines, a blank line after each sentence);
-    returns its tokens."""
+def pieces(path: Path, piece: int):
+    """The source's documents, ``piece`` paragraphs at a time."""
     from structperc.data.text import read_text
 
-    tokens = 0
+    batch: list[str] = []
+    for para in [*paragraphs(path), None]:
+        if para is not None:
+            batch.append(para)
+        if batch and (para is None or len(batch) >= piece):
+            yield [p.document for p in read_text("\n\n".join(batch), source=path.name)]
+            batch = []
+
+
+def resume_point(part: Path, sizes: list[int]) -> tuple[int, int]:
+    """(whole pieces, bytes) of a killed run's ``.part`` file: the pieces of ``sizes`` tokens
+    it holds entirely, and the byte offset where the next one starts."""
+    if not part.exists():
+        return 0, 0
+    done, tokens, offset, bound = 0, 0, 0, (sizes[0] if sizes else 0)
+    with open(part, "rb") as f:
+        for line in f:
+            if done == len(sizes):
+                break
+            offset += len(line)
+            if line.strip():
+                tokens += 1
+            elif tokens == bound:
+                done += 1
+                kept = offset
+                bound += sizes[done] if done < len(sizes) else 0
+    return (done, kept) if done else (0, 0)
+
+
+def tag_source(tagger, path: Path, out: Path, piece: int) -> int:
+    """Tag one source file into ``out`` (token tag lines, a blank line after each sentence);
+    returns its tokens.  A killed run's ``.part`` file is kept up to its last whole piece and
+    tagging goes on from there."""
     part = out.with_suffix(".part")
-    with open(part, "w", encoding="utf-8") as f:
-        batch: list[str] = []
-        for para in [*paragraphs(path), None]:
-            if para is not None:
-                batch.append(para)
-            if batch and (para is None or len(batch) >= piece):
-                docs = [p.document for p in read_text("\n\n".join(batch), source=path.name)]
+    documents = list(pieces(path, piece))
+    sizes = [sum(len(d) for d in docs) for docs in documents]
+    done, offset = resume_point(part, sizes)
+    if done:
+        print(f"{path.name}: {done} of {len(sizes)} pieces tagged already", flush=True)
+    with open(part, "r+b" if done else "wb") as raw:
+        raw.truncate(offset)
+        raw.seek(offset)
+        with open(raw.fileno(), "w", encoding="utf-8", closefd=False) as f:
+            for docs in documents[done:]:
                 for doc, tags in zip(docs, tagger.tag_documents(docs), strict=True):
                     for s, e in doc.sentence_spans():
                         f.write(
@@ -74,10 +108,9 @@ def tag_source(tagger, path: Path, out: Path, piece: int) -> int:
                             )
                         )
                         f.write("\n")
-                    tokens += len(doc)
-                batch = []
+                f.flush()
     os.replace(part, out)
-    return tokens
+    return sum(sizes)
 
 
 def cut(tagged: list[Path], target: int, out: Path) -> int:
