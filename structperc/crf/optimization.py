@@ -506,7 +506,7 @@ class LBFGSTraining(Optimization):
         if self.learner.support == "observed":  # CRFsuite's model (sparse.py)
             features = features_cpu(self.features)
             support = Support.observed(weights, features, self.labels.cpu(), self.group)
-            self.support = support.to(device)
+            self.support = support.to(device).with_nonzero(tables)  # (a warm start's weights)
             self.support.zero_outside_(tables)
         log.info(
             "CRF L-BFGS: %d documents in %d DP buckets, %d parameters%s, sigma2 %g%s",
