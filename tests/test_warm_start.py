@@ -176,7 +176,8 @@ def test_a_continuation_starts_at_the_saved_weights_at_their_new_ids(
         f"data.stream={stream}",
     )
     assert results["streamed"] == (stream == "true")
-    assert results["warm_start"]["new_labels"] == 2 and results["warm_start"]["seen"] == 90
+    warm = results["warm_start"]
+    assert (warm["new_labels"], warm["average"], warm["seen"]) == (2, "restart", 0)  # auto
     assert_carried(first_run, out)
 
 
@@ -184,13 +185,15 @@ def test_a_continuation_learns_the_new_type_and_records_its_lineage(
     first_run, corpora, tmp_path, monkeypatch
 ):
     second = tmp_path / "second"
-    results = continued(first_run, corpora["second"], second, monkeypatch, "trainer.max_epochs=3")
+    more = ["trainer.max_epochs=3", "trainer.init_average=continue"]
+    results = continued(first_run, corpora["second"], second, monkeypatch, *more)
     first = json.loads((first_run / "results.json").read_text())
     assert "MISC" not in first["labels"][0] and first["test"]["per_type"].get("MISC", 0) == 0
     assert results["test"]["per_type"]["MISC"] > 0
     assert results["labels"] == sorted(results["labels"], key=lambda t: (t != "O", t))
     info = load_model(second)[2]
     assert info["seen"] == 90 + 3 * 30  # the saved model's instances and the new ones
+    assert results["warm_start"]["average"] == "continue"
     lineage = info["lineage"]
     assert lineage == [
         {
@@ -252,10 +255,12 @@ def test_the_non_local_table_is_carried_by_feature_name(corpora, tmp_path, monke
     assert results["warm_start"]["global_rows"] == len(there)
 
 
-def test_the_average_continues_over_the_saved_instances(tmp_path):
+@pytest.mark.parametrize("average", ["continue", "auto"])
+def test_the_average_continues_over_the_saved_instances(tmp_path, average):
     """A saved model w_old whose average was over 4 instances, continued on 3: an update at
     the first (d1) and at the third (d3).  By hand, the average is
-    (4 w_old + w1 + w2 + w3) / 7 with w1 = w2 = w_old + d1, w3 = w_old + d1 + d3."""
+    (4 w_old + w1 + w2 + w3) / 7 with w1 = w2 = w_old + d1, w3 = w_old + d1 + d3; restarted
+    (``auto``, a new label comes), (w1 + w2 + w3) / 3."""
     settings = dict(gazetteer="none", attributes=["w"], window=0, bigram_attributes=[])
     old_features = LocalFeatures(**settings, min_count=1, edges=False)
     old_features.fit([Document(["a", "b"], tags=["O", "B-PER"])])  # rows bias, w=a, w=b
@@ -272,7 +277,8 @@ def test_the_average_continues_over_the_saved_instances(tmp_path):
     assert labels == ["O", "B-LOC", "B-PER"]
     weights = ChainWeights(features.num_features, labels, edges=False)
     updater = Updater(weights, average=True)
-    start_from(init, weights, features, updater)
+    carried = start_from(init, weights, features, updater, average=average)
+    assert carried["average"] == {"continue": "continue", "auto": "restart"}[average]
     node = weights.node.weight  # [4 rows, 3 labels]
     assert node.tolist() == [[0.5, 0, 0], [2, 0, -1], [-3, 0, 4], [0, 0, 0]]
     # d1: w=c scores B-LOC, not O (+1, -1); d3: w=a scores O less, B-PER more
@@ -283,8 +289,10 @@ def test_the_average_continues_over_the_saved_instances(tmp_path):
     updater.tick()
     updater.apply(d3)
     updater.tick()
-    # 4 w_old + 3 (w_old + d1) + d3 over 7: w_old + 3/7 d1 + 1/7 d3
-    want = [[0.5, 0, 0], [2 - 1 / 7, 0, -1 + 1 / 7], [-3, 0, 4], [-3 / 7, 3 / 7, 0]]
+    if average == "continue":  # 4 w_old + 3 (w_old + d1) + d3 over 7: w_old + 3/7 d1 + 1/7 d3
+        want = [[0.5, 0, 0], [2 - 1 / 7, 0, -1 + 1 / 7], [-3, 0, 4], [-3 / 7, 3 / 7, 0]]
+    else:  # 3 (w_old + d1) + d3 over 3: w_old + d1 + 1/3 d3
+        want = [[0.5, 0, 0], [2 - 1 / 3, 0, -1 + 1 / 3], [-3, 0, 4], [-1, 1, 0]]
     assert torch.allclose(updater.averaged_tables()["node"], torch.tensor(want))
     transitions = updater.averaged_tables()["edge"].view(3, 3)  # O, B-LOC, B-PER
     assert transitions.tolist() == [[1.0, 0.0, 0.5], [0.0, 0.0, 0.0], [-2.0, 0.0, 0.0]]

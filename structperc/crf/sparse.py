@@ -21,8 +21,8 @@ only the pairs seen in training, the non-zero pattern of X^T Y,
     edge support  = {(f, y_{t-1} L + y_t) : f fires at t, t not its document's first token},
 
 (506 k weights on CoNLL-2003; the one transition matrix of ``features.edges=false`` is kept
-whole), with the weights that are not 0 where training starts (a saved model continued,
-``with_nonzero``), and every other weight stays 0.  ``Support`` holds those sets as boolean
+whole), with the weights that are not 0 where a saved model is continued (``with_nonzero``),
+and every other weight stays 0.  ``Support`` holds those sets as boolean
 masks shaped like ``ChainWeights.dense_tables`` (one [F, L + L*L] mask over the joint node |
 edge table, or [F, L] and [1, L*L] without edge features): L-BFGS then keeps its parameters,
 gradients and history (2 m + 4 vectors) in the reduced space (``gather``), and the tables are

@@ -60,7 +60,9 @@ class LabelerSettings(ModelSettings):
     rescored at prediction; constraints: the decoder's (``none`` or ``iob2``); corpus_record:
     the corpus's name and column format, kept in the model (``inputs.corpus_record``);
     train_files: the training split's files (the model's ``info["training"]``); init_from: a
-    saved model this run continues (``warm_start.py``; ``fit.warm`` then set), or None.
+    saved model this run continues (``warm_start.py``; ``fit.warm`` then set), or None;
+    init_average: how the averaged perceptron's average counts it (``auto``, ``continue`` or
+    ``restart``: ``warm_start.py``).
     """
 
     features: LocalFeatures
@@ -73,6 +75,7 @@ class LabelerSettings(ModelSettings):
     corpus_record: dict | None = None
     train_files: tuple[str, ...] = ()
     init_from: InitialModel | None = None
+    init_average: str = "auto"
 
 
 def has_chunks(labels: list[str]) -> bool:
@@ -129,7 +132,7 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
     if s.init_from is not None:
         rescoring = isinstance(structure, DocumentRescoring)
         doc_features = structure.doc_features if rescoring else None
-        carried = start_from(s.init_from, weights, features, updater, doc_features)
+        carried = start_from(s.init_from, weights, features, updater, doc_features, s.init_average)
     if features.hash_bits is not None:
         log.info(
             "feature hashing: %d features in 2^%d rows, %d collisions",

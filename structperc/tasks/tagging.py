@@ -18,7 +18,7 @@ from structperc.distributed import SERIAL, Group
 from structperc.tasks.inputs import document_features, tagging_inputs, training_files
 from structperc.tasks.labeler import LabelerSettings, train_labeler
 from structperc.tasks.registry import task
-from structperc.tasks.warm_start import InitialModel
+from structperc.tasks.warm_start import InitialModel, check_average
 
 
 def tagging_settings(config) -> LabelerSettings:
@@ -51,6 +51,7 @@ def tagging_settings(config) -> LabelerSettings:
         corpus_record=record,
         train_files=tuple(training_files(config)),
         init_from=init,
+        init_average=check_average(t.get("init_average", "auto")),
     )
 
 

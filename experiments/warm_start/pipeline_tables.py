@@ -1,0 +1,243 @@
+"""The tables of ``README_pipeline.md`` from the runs of ``pipeline_train.py``: their own
+``results.json`` (and ``half_a.json``, the scores on half A's documents), with the command of
+each run read from its ``.hydra/overrides.yaml``::
+
+    PYTHONPATH=. .venv/bin/python experiments/warm_start/pipeline_tables.py \\
+        --readme experiments/warm_start/README_pipeline.md
+
+Sections: ``pipeline_halves`` (A, then A ∪ B: test F1 against the epochs on A ∪ B, beside the
+model trained on A ∪ B from zero), ``pipeline_forgetting`` (A, then B alone), ``pipeline_misc``
+(MISC tagged O, then continued with MISC: per-type F1), ``pipeline_hashing`` (test F1 against
+the rows of the hashed tables).  Every figure is conlleval's F1 of the written predictions.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import sections  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+RUNS = HERE / "pipeline_runs"
+TYPES = ("LOC", "MISC", "ORG", "PER")
+WITHIN = 0.3  # the halves' criterion: test F1 within this of the model from zero
+MISC_WITHIN, OTHERS_WITHIN = 2.0, 0.5  # the MISC criterion
+HALF = 473  # documents of half A
+
+
+def results(name: str) -> dict:
+    path = RUNS / name / "results.json"
+    if not path.is_file():
+        raise SystemExit(f"{path}: no such run (experiments/warm_start/pipeline_train.py)")
+    return json.loads(path.read_text())
+
+
+def half_a(name: str) -> dict | None:
+    path = RUNS / name / "half_a.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def stages(chain: str) -> list[tuple[int, dict]]:
+    """(epochs, results) of every stage of a chain, checked to be one training: each stage
+    resumed from the one before it."""
+    out = []
+    for folder in sorted((RUNS / chain).glob("epochs_*")):
+        r = results(f"{chain}/{folder.name}")
+        previous = out[-1][0] if out else None
+        if r.get("resumed_from_epoch") != previous:
+            raise SystemExit(
+                f"{folder}: resumed from {r.get('resumed_from_epoch')}, not {previous}"
+            )
+        out.append((r["epochs"], r))
+    return out
+
+
+def command(name: str) -> str:
+    """The command line of run ``name`` (its Hydra overrides; this checkout's paths relative)."""
+    overrides = yaml.safe_load((RUNS / name / ".hydra" / "overrides.yaml").read_text())
+    words = [o.replace(f"{ROOT}/", "") for o in overrides]
+    return "python -m structperc.run " + " ".join(words) + f" hydra.run.dir={_relative(name)}"
+
+
+def _relative(name: str) -> str:
+    return str((RUNS / name).relative_to(ROOT))
+
+
+def f(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2f}"
+
+
+def first_within(curve: list[tuple[int, float]], target: float, within: float) -> int | None:
+    """The first epochs whose figure is at least ``target - within``."""
+    return next((k for k, v in curve if v >= target - within), None)
+
+
+def halves() -> str:
+    zero, continued = dict(stages("AB")), dict(stages("A_then_AB"))
+    a = results("A")
+    final = max(zero)
+    target = zero[final]["test"]["f1"]
+    lines = [
+        f"Half A alone ({a['epochs']} epochs on A): dev F1 {f(a['dev']['f1'])}, "
+        f"test F1 {f(a['test']['f1'])}.  Target: the model trained on A ∪ B from zero for "
+        f"{final} epochs, test F1 {f(target)}; within {WITHIN}: ≥ {f(target - WITHIN)}.",
+        "",
+        "| epochs on A ∪ B | from zero: dev F1 | test F1 | A, then A ∪ B: dev F1 | test F1 |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for k in sorted(set(zero) | set(continued)):
+        z, c = zero.get(k), continued.get(k)
+        cells = [
+            f(z["dev"]["f1"]) if z else "–",
+            f(z["test"]["f1"]) if z else "–",
+            f(c["dev"]["f1"]) if c else "–",
+            f(c["test"]["f1"]) if c else "–",
+        ]
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    curve_c = [(k, r["test"]["f1"]) for k, r in sorted(continued.items())]
+    curve_z = [(k, r["test"]["f1"]) for k, r in sorted(zero.items())]
+    kc, kz = first_within(curve_c, target, WITHIN), first_within(curve_z, target, WITHIN)
+    warm = continued[min(continued)]["warm_start"]
+    lines += [
+        "",
+        f"Continued from A, the test F1 is within {WITHIN} of the model from zero's after "
+        f"**{kc if kc is not None else 'none of the'}** epoch(s) on A ∪ B (from zero: after "
+        f"{kz if kz is not None else 'none'}, of {final}).  The continued model carried "
+        f"{warm['rows']:,} feature rows of A's model, added {warm['new_rows']:,}, and its "
+        f"average starts over A's {warm['seen']:,} instances ({a['epochs']} epochs × "
+        f"{warm['seen'] // a['epochs']} documents).",
+        "",
+        "```",
+        command(f"A_then_AB/epochs_{min(continued):02d}"),
+        command(f"A_then_AB/epochs_{max(continued):02d}"),
+        command(f"AB/epochs_{final:02d}"),
+        command("A"),
+        "```",
+    ]
+    return "\n".join(lines)
+
+
+def forgetting() -> str:
+    rows = [("A from zero, 30 epochs on A", "A"), ("B from zero, 30 epochs on B", "B")]
+    rows.append(("A ∪ B from zero, 30 epochs", "AB/epochs_30"))
+    for k, _ in stages("A_then_B"):
+        rows.append((f"A, then {k} epoch(s) on B alone", f"A_then_B/epochs_{k:02d}"))
+    lines = [
+        "| model | dev F1 | test F1 | F1 on A, eng.list | F1 on A, B's list | PER | LOC | ORG "
+        "| MISC |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    entries = None
+    for label, name in rows:
+        r, on_a = results(name), half_a(name)
+        whole, of_b = (on_a["whole_list"], on_a["list_of_b"]) if on_a else ({}, {})
+        per = of_b.get("per_type", {})
+        cells = [f(r["dev"]["f1"]), f(r["test"]["f1"]), f(whole.get("f1")), f(of_b.get("f1"))]
+        cells += [f(per.get(t)) for t in ("PER", "LOC", "ORG", "MISC")]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        entries = entries or (whole.get("entries"), of_b.get("entries"))
+    lines += [
+        "",
+        f"F1 on A: conlleval on half A's {HALF} training documents, their gazetteer features "
+        f"from the model's eng.list ({entries[0]:,} entries, which name A's own entities), and "
+        f"from its entries that are entities of half B ({entries[1]:,}; the per-type F1s are "
+        "these).",
+        "",
+        "```",
+        command("A_then_B/epochs_30"),
+        command("B"),
+        "```",
+    ]
+    return "\n".join(lines)
+
+
+def misc() -> str:
+    start = results("AB/epochs_30")
+    first = results("noMISC")
+    chain = stages("noMISC_then_MISC")
+    ref = start["test"]["per_type"]
+    header = "| model | epochs | test F1 | " + " | ".join(TYPES) + " | criterion met |"
+    lines = [header, "|---|---:|---:|" + "---:|" * len(TYPES) + ":---:|"]
+
+    def row(label: str, r: dict, check: bool) -> str:
+        per = r["test"]["per_type"]
+        ok = ""
+        if check:
+            misc_ok = per.get("MISC", 0.0) >= ref["MISC"] - MISC_WITHIN
+            others = all(abs(per[t] - ref[t]) <= OTHERS_WITHIN for t in TYPES if t != "MISC")
+            ok = "yes" if misc_ok and others else "no"
+        cells = [str(r["epochs"]), f(r["test"]["f1"]), *(f(per.get(t)) for t in TYPES), ok]
+        return f"| {label} | " + " | ".join(cells) + " |"
+
+    lines.append(row("with MISC from the start (A ∪ B from zero)", start, False))
+    lines.append(row("MISC tagged O", first, False))
+    for k, r in chain:
+        lines.append(row(f"MISC tagged O, then {k} epoch(s) with MISC", r, True))
+    met = [k for k, r in chain if row("", r, True).endswith("| yes |")]
+    lines += [
+        "",
+        f"Criterion: MISC test F1 within {MISC_WITHIN} of the model with MISC from the start "
+        f"({f(ref['MISC'])}), and every other type within {OTHERS_WITHIN} of its F1 there.  "
+        f"Met after {', '.join(map(str, met)) or 'none of the'} epoch(s) with MISC.",
+        "",
+        "```",
+        command("noMISC"),
+        command(f"noMISC_then_MISC/epochs_{chain[-1][0]:02d}"),
+        "```",
+    ]
+    return "\n".join(lines)
+
+
+def hashing() -> str:
+    groups = [
+        ("edge features (the preset)", "AB/epochs_30", "edges"),
+        (
+            "node features + transition matrix (features.edges=false)",
+            "hashing/nodes_unhashed",
+            "nodes",
+        ),
+    ]
+    lines = [
+        "| features | rows (hash_bits) | feature keys | collisions | table MB | dev F1 | test F1 |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    shown = []
+    for label, unhashed, prefix in groups:
+        base = results(unhashed)
+        named = [(f"{base['num_features']:,} (unhashed)", unhashed)]
+        for folder in sorted((RUNS / "hashing").glob(f"{prefix}_bits_*")):
+            bits = int(folder.name.rsplit("_", 1)[1])
+            named.append((f"2^{bits} = {1 << bits:,}", f"hashing/{folder.name}"))
+        for rows, name in named:
+            r = results(name)
+            cells = [
+                label,
+                rows,
+                f"{r['feature_keys'] if 'feature_keys' in r else r['num_features']:,}",
+                f"{r.get('collisions', 0):,}",
+                f"{r['table_bytes'] / 2**20:,.0f}",
+                f(r["dev"]["f1"]),
+                f(r["test"]["f1"]),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+        shown.append(named[-1][1])
+    lines += ["", "```", *(command(name) for name in shown), "```"]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sections.main(
+        __doc__,
+        {
+            "pipeline_halves": halves,
+            "pipeline_forgetting": forgetting,
+            "pipeline_misc": misc,
+            "pipeline_hashing": hashing,
+        },
+    )
