@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from hydra_runs import TOKEN_FEATURES, run_main, trained_run
+from hydra_runs import TOKEN_FEATURES, compose_config, run_main, trained_run
 
 from structperc.data.conll import write_conll
 from structperc.data.document import Document
@@ -28,6 +28,7 @@ from structperc.features.pipeline import LocalFeatures
 from structperc.model.files import load_model, model_digest, save_model
 from structperc.model.updates import SparseDelta, Updater
 from structperc.model.weights import ChainWeights
+from structperc.run import main_from_config
 from structperc.tasks.warm_start import InitialModel, grown_labels, start_from
 
 COMMON = ["+experiment=conll03_local", *TOKEN_FEATURES]
@@ -296,3 +297,11 @@ def test_the_average_continues_over_the_saved_instances(tmp_path, average):
     assert torch.allclose(updater.averaged_tables()["node"], torch.tensor(want))
     transitions = updater.averaged_tables()["edge"].view(3, 3)  # O, B-LOC, B-PER
     assert transitions.tolist() == [[1.0, 0.0, 0.5], [0.0, 0.0, 0.0], [-2.0, 0.0, 0.0]]
+
+
+def test_only_the_tagging_task_continues_a_model(tmp_path):
+    cfg = compose_config(["+experiment=conll00_joint", f"trainer.init_from={tmp_path}"])
+    with pytest.raises(ValueError, match="task=joint does not continue models"):
+        main_from_config(cfg, tmp_path / "out")
+    with pytest.raises(FileNotFoundError, match="no model.json there"):
+        InitialModel.load(tmp_path)
