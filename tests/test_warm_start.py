@@ -182,6 +182,21 @@ def test_a_continuation_starts_at_the_saved_weights_at_their_new_ids(
     assert_carried(first_run, out)
 
 
+def test_the_feature_cache_tells_a_continuation_from_a_fresh_run(
+    first_run, corpora, tmp_path, monkeypatch
+):
+    """The same data and settings, once from zero and once continuing a saved model, into one
+    cache: the continuation's vocabulary holds the saved features (its key holds the model's
+    digest), not the fresh run's."""
+    cache = f"cache_dir={tmp_path / 'cache'}"
+    fresh = [*COMMON, "trainer.max_epochs=0", cache]
+    run_main(fresh, corpora["second"], tmp_path / "fresh", monkeypatch)
+    out = tmp_path / "warm"
+    run_main([*fresh, f"trainer.init_from={first_run}"], corpora["second"], out, monkeypatch)
+    assert_carried(first_run, out)
+    assert len(list((tmp_path / "cache").iterdir())) == 2
+
+
 def test_a_continuation_learns_the_new_type_and_records_its_lineage(
     first_run, corpora, tmp_path, monkeypatch
 ):

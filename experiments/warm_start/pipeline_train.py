@@ -23,6 +23,10 @@ Runs (``trainer.processes=1``, seed 0; ``trainer.init_from`` continues a run's m
     hashing/{edges,nodes}_{unhashed,bits_N}   A ∪ B, features.hash_bits=N, 30 epochs, with
                             edge features (the preset's) and with features.edges=false
 
+With ``--seeds 1 2`` the halves' and MISC's chains (A, AB, A_then_AB, noMISC,
+noMISC_then_MISC) are trained again with ``seed=S`` (the order of the training documents) into
+``seedS/...``: the spread of single runs beside the criteria's margins.
+
 A chain of K's is one training stopped at each K and resumed (``trainer.resume=true`` from the
 previous stage's copied checkpoint: the same epochs as one run, ``test_run``'s resume test), so
 each stage's results.json holds the test F1 after K epochs.  After a run whose model is scored
@@ -158,20 +162,26 @@ def score_on_a(run: Path) -> None:
     target.write_text(json.dumps(out, indent=1))
 
 
-def halves(files: dict[str, Path], cache: Path) -> None:
-    a = train("A", [f"data.train={files['A']}"], cache)
+def halves(files: dict[str, Path], cache: Path, seed: int = 0) -> None:
+    at, seeded = (f"seed{seed}/", [f"seed={seed}"]) if seed else ("", [])
+    a = train(f"{at}A", [*seeded, f"data.train={files['A']}"], cache)
+    zero = chain(f"{at}AB", seeded, cache)
+    continued = chain(f"{at}A_then_AB", [*seeded, f"trainer.init_from={a}"], cache)
+    if seed:
+        return
     b = train("B", [f"data.train={files['B']}"], cache)
-    zero = chain("AB", [], cache)
-    continued = chain("A_then_AB", [f"trainer.init_from={a}"], cache)
     on_b = [f"data.train={files['B']}", f"trainer.init_from={a}"]
     forgetting = chain("A_then_B", on_b, cache, FORGET)
     for run in [a, b, zero[-1], continued[-1], *forgetting]:
         score_on_a(run)
 
 
-def misc(files: dict[str, Path], cache: Path) -> None:
-    first = train("noMISC", [f"data.train={files['noMISC']}"], cache)
-    chain("noMISC_then_MISC", [f"trainer.init_from={first}"], cache)
+def misc(files: dict[str, Path], cache: Path, seed: int = 0) -> None:
+    at, seeded = (f"seed{seed}/", [f"seed={seed}"]) if seed else ("", [])
+    first = train(f"{at}noMISC", [*seeded, f"data.train={files['noMISC']}"], cache)
+    chain(f"{at}noMISC_then_MISC", [*seeded, f"trainer.init_from={first}"], cache)
+    if seed:
+        return
     kept = [f"trainer.init_from={first}", "trainer.init_average=continue"]
     chain("noMISC_then_MISC_continue", kept, cache, FORGET)
 
@@ -188,14 +198,16 @@ def hashing(cache: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="*", default=["halves", "misc", "hashing"])
+    parser.add_argument("--seeds", nargs="*", type=int, default=[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/warm_start_splits"))
     parser.add_argument("--cache", type=Path, default=Path("/tmp/warm_cache"))
     args = parser.parse_args()
     files = write_splits(args.work)
-    if "halves" in args.only:
-        halves(files, args.cache)
-    if "misc" in args.only:
-        misc(files, args.cache)
+    for seed in args.seeds:
+        if "halves" in args.only:
+            halves(files, args.cache, seed)
+        if "misc" in args.only:
+            misc(files, args.cache, seed)
     if "hashing" in args.only:
         hashing(args.cache)
 
