@@ -392,10 +392,11 @@ class LocalFeatures:
 
     def differences(self, old: LocalFeatures) -> str:
         """What of the settings besides the templates differs from ``old``'s, in words (""
-        when nothing does): the word-form flags' off value, edge features, the gazetteer
-        mode and types."""
+        when nothing does): the word-form flags' off value, edge features, the entity type of
+        each gazetteer attribute.  (How a gazetteer is matched in training, ``naive`` or
+        ``jackknife``, gives the same features.)"""
         out = []
-        for name in ("flag_off", "edges", "gazetteer", "gazetteer_types"):
+        for name in ("flag_off", "edges", "gazetteer_types"):
             there, here = getattr(old, name), getattr(self, name)
             if there != here:
                 out.append(f"features.{name}={there!r} in the saved model, {here!r} here")
