@@ -14,7 +14,9 @@ Runs (``trainer.processes=1``, seed 0; ``trainer.init_from`` continues a run's m
     A                       A from zero, 30 epochs (the preset's max_epochs)
     B                       B from zero, 30 epochs
     AB/epochs_K             A ∪ B from zero, stopped after K epochs
-    A_then_AB/epochs_K      A's model continued on A ∪ B for K epochs
+    A_then_AB/epochs_K      A's model continued on A ∪ B for K epochs (the same labels:
+                            trainer.init_average=auto continues the average)
+    A_then_AB_restart/epochs_K   the same with trainer.init_average=restart
     A_then_B/epochs_K       A's model continued on B alone for K epochs
     noMISC                  A ∪ B with MISC tagged O, 30 epochs
     noMISC_then_MISC/epochs_K   that model continued on A ∪ B with MISC for K epochs (two new
@@ -23,9 +25,9 @@ Runs (``trainer.processes=1``, seed 0; ``trainer.init_from`` continues a run's m
     hashing/{edges,nodes}_{unhashed,bits_N}   A ∪ B, features.hash_bits=N, 30 epochs, with
                             edge features (the preset's) and with features.edges=false
 
-With ``--seeds 1 2`` the halves' and MISC's chains (A, AB, A_then_AB, noMISC,
-noMISC_then_MISC) are trained again with ``seed=S`` (the order of the training documents) into
-``seedS/...``: the spread of single runs beside the criteria's margins.
+With ``--seeds 1 2`` the halves' and MISC's chains (A, AB, A_then_AB, A_then_AB_restart,
+noMISC, noMISC_then_MISC) are trained again with ``seed=S`` (the order of the training
+documents) into ``seedS/...``: the spread of single runs beside the criteria's margins.
 
 A chain of K's is one training stopped at each K and resumed (``trainer.resume=true`` from the
 previous stage's copied checkpoint: the same epochs as one run, ``test_run``'s resume test), so
@@ -167,6 +169,8 @@ def halves(files: dict[str, Path], cache: Path, seed: int = 0) -> None:
     a = train(f"{at}A", [*seeded, f"data.train={files['A']}"], cache)
     zero = chain(f"{at}AB", seeded, cache)
     continued = chain(f"{at}A_then_AB", [*seeded, f"trainer.init_from={a}"], cache)
+    restarted = [*seeded, f"trainer.init_from={a}", "trainer.init_average=restart"]
+    chain(f"{at}A_then_AB_restart", restarted, cache)
     if seed:
         return
     b = train("B", [f"data.train={files['B']}"], cache)
