@@ -156,6 +156,11 @@ def main_from_config(cfg: DictConfig, out_dir: Path, group: Group = SERIAL) -> f
     """Run the task ``cfg.task.name`` into ``out_dir`` on the ranks of ``group``; returns its
     headline metric (0 on ranks other than 0)."""
     task = task_of(cfg)
+    if cfg.trainer.get("init_from") and not task.warm_start:
+        raise ValueError(
+            f"trainer.init_from continues a saved model of the tagging task; task="
+            f"{cfg.task.name} does not continue models"
+        )
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
     settings = task.build(ComposedConfig(cfg, resolve_data_dir(cfg.data.dir), group))

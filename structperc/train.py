@@ -6,7 +6,8 @@
 2. it resumes from a per-epoch ``Checkpoint`` when asked, else runs the learner's BPM
    initialisation when it declares one (Kazama & Torisawa 2007, after Herbrich & Graepel 2000:
    ``bpm_runs`` single epochs from zero weights, each over a differently shuffled order,
-   averaged, as the starting point);
+   averaged, as the starting point; not when the weights continue a saved model,
+   ``FitSettings.warm``);
 3. an online learner then makes one ``step`` per instance (a document or a sentence), in an
    order shuffled per epoch with a seeded generator, until Kazama & Torisawa's convergence rule
    holds — the relative change of the per-word training error stays below ``tol`` for
@@ -96,7 +97,9 @@ def fit(
         where = checkpoint.directory if checkpoint is not None else "(no checkpoint folder)"
         log.warning("trainer.resume=true but no checkpoint in %s: starting afresh", where)
     bpm_seconds = 0.0
-    if learner.bpm_runs and start_epoch == 0:
+    if learner.bpm_runs and start_epoch == 0 and settings.warm:
+        log.info("BPM initialisation not run: training continues a saved model")
+    elif learner.bpm_runs and start_epoch == 0:
         t0 = time.perf_counter()
         bpm_initialize(learner, structure, updater, data, settings, on_epoch_start, group)
         bpm_seconds = time.perf_counter() - t0

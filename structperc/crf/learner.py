@@ -190,12 +190,14 @@ class CRF(Learner):
         ``EpochLog`` carries ``extra = {"objective", "nll", ...}``.  Of ``settings`` it reads
         ``max_epochs`` (the iteration limit, with ``max_iterations``), ``seed`` (SGD's order),
         ``device`` and ``progress``; its own ``tol`` and ``patience`` apply, and training starts
-        from the current weights with a fresh L-BFGS memory.  With a parallel ``group`` this
-        rank trains on its shard of ``data`` (L-BFGS only).  ``past``: the ``EpochLog`` s of the
-        iterations a checkpoint restored (``train.fit`` resumes, the weights already loaded):
-        the run goes on from the next iteration, its stopping rule replayed over their
-        objectives, with a fresh L-BFGS memory (the memory, 2 x ``history`` full-size vectors,
-        is not checkpointed; so the resumed run's path differs from an uninterrupted one's).
+        from the current weights with a fresh L-BFGS memory (with ``support=observed``, those
+        outside the support zeroed, unless ``warm``: a saved model's, kept in the support).
+        With a parallel ``group`` this rank trains on its shard of ``data`` (L-BFGS only).
+        ``past``: the ``EpochLog`` s of the iterations a checkpoint restored (``train.fit``
+        resumes, the weights already loaded): the run goes on from the next iteration, its
+        stopping rule replayed over their objectives, with a fresh L-BFGS memory (the memory,
+        2 x ``history`` full-size vectors, is not checkpointed; so the resumed run's path
+        differs from an uninterrupted one's).
         """
         self._validate()
         group = group or SERIAL
@@ -218,5 +220,6 @@ class CRF(Learner):
                 settings.device,
                 settings.progress and group.is_main,
                 group=group,
+                warm=settings.warm,
             )
             return run.fit(limit, on_epoch, stop, past)

@@ -167,6 +167,7 @@ class Optimization:
         device,
         progress,
         group: Group = SERIAL,
+        warm: bool = False,
     ):
         self.t_start = time.perf_counter()
         if learner.scan != "compiled":  # (crf/compiled.py checks its own needs)
@@ -175,6 +176,7 @@ class Optimization:
         self.features, self.labels = features, labels
         self.seed, self.device, self.progress = seed, device, progress
         self.group = group  # the ranks whose shards (``features``) make up the training set
+        self.warm = warm  # the tables hold a saved model to continue (``FitSettings.warm``)
 
     def training_buckets(
         self, budget: int, *, with_index: bool, packed: bool = False, sequential: bool = False
@@ -508,6 +510,8 @@ class LBFGSTraining(Optimization):
             features = features_cpu(self.features)
             support = Support.observed(weights, features, self.labels.cpu(), self.group)
             self.support = support.to(device)
+            if self.warm:  # a saved model's weights stay trainable (``Support.with_nonzero``)
+                self.support = self.support.with_nonzero(tables)
             self.support.zero_outside_(tables)
         log.info(
             "CRF L-BFGS: %d documents in %d DP buckets, %d parameters%s, sigma2 %g%s",

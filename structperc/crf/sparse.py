@@ -21,15 +21,16 @@ only the pairs seen in training, the non-zero pattern of X^T Y,
     edge support  = {(f, y_{t-1} L + y_t) : f fires at t, t not its document's first token},
 
 (506 k weights on CoNLL-2003; the one transition matrix of ``features.edges=false`` is kept
-whole), and every other weight stays 0.  ``Support`` holds those sets as boolean masks shaped
-like ``ChainWeights.dense_tables`` (one [F, L + L*L] mask over the joint node | edge table, or
-[F, L] and [1, L*L] without edge features): L-BFGS then keeps its parameters, gradients and
-history (2 m + 4 vectors) in the reduced space (``gather``), and the tables are written back
-(``scatter_``) before each evaluation of the objective.  The objective and gradient restricted
-to the support are those of the full model with the other weights fixed at 0 (the prior adds
-nothing for them), so L-BFGS minimises the penalised likelihood over the support exactly.  On
-several ranks the masks are the union over the shards (all-reduced), so every rank moves the
-same weights.
+whole), with the weights that are not 0 where a saved model is continued (``with_nonzero``),
+and every other weight stays 0.  ``Support`` holds those sets as boolean
+masks shaped like ``ChainWeights.dense_tables`` (one [F, L + L*L] mask over the joint node |
+edge table, or [F, L] and [1, L*L] without edge features): L-BFGS then keeps its parameters,
+gradients and history (2 m + 4 vectors) in the reduced space (``gather``), and the tables are
+written back (``scatter_``) before each evaluation of the objective.  The objective and gradient
+restricted to the support are those of the full model with the other weights fixed at 0 (the
+prior adds nothing for them), so L-BFGS minimises the penalised likelihood over the support
+exactly.  On several ranks the masks are the union over the shards (all-reduced), so every rank
+moves the same weights.
 """
 
 from __future__ import annotations
@@ -225,6 +226,13 @@ class Support:
             group.all_sum_(*counts)
             masks = [c > 0 for c in counts]
         return cls(masks)
+
+    def with_nonzero(self, tables: list[Tensor]) -> Support:
+        """This support and every weight of ``tables`` that is not 0: where training starts
+        from a saved model (``trainer.init_from``), its weights stay trainable rather than
+        being zeroed for want of an observation in the new data (from zero tables: the same
+        support)."""
+        return Support([m | (t != 0).to(m.device) for m, t in zip(self.masks, tables, strict=True)])
 
     def to(self, device: torch.device | str) -> Support:
         return Support([m.to(device) for m in self.masks])

@@ -127,7 +127,12 @@ def label_set(docs: list[Document]) -> list[str]:
     tags = {t for d in docs for t in (d.tags or [])}
     if not tags:
         raise ValueError("the training documents carry no tags")
-    return sorted(tags, key=lambda t: (t != OUTSIDE, t))
+    return ordered_labels(tags)
+
+
+def ordered_labels(tags) -> list[str]:
+    """The labels ``tags`` in a model's order: "O" first, then sorted."""
+    return sorted(set(tags), key=lambda t: (t != OUTSIDE, t))
 
 
 def encode_labels(docs: list[Document], labels: list[str]) -> torch.Tensor:

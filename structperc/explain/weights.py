@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torch import Tensor
 
@@ -64,9 +63,7 @@ def bias_row(vocab) -> int | None:
     or None where it has none."""
     if () not in vocab.templates:
         return None
-    key = vocab.templates.index(()) << KEY_SHIFT
-    row = int(np.searchsorted(vocab.keys, key))
-    return row if row < len(vocab.keys) and int(vocab.keys[row]) == key else None
+    return vocab.row_of(vocab.templates.index(()) << KEY_SHIFT)
 
 
 def chain_weights(

@@ -9,8 +9,9 @@ So the attribute strings, the costly part, are computed once per chunk and kept 
 1. ``add(columns, doc_ids)``: each attribute value gets a provisional code, its order of first
    appearance (a growing dictionary per attribute); the chunk's codes [A, n] int32 are written
    to the spill folder;
-2. ``finish()``: the dictionaries sorted give ``Vocabulary.fit_values`` and a map from each
-   provisional code to its final one; then, per spilled chunk, the template keys seen and how
+2. ``finish()``: the dictionaries sorted give ``Vocabulary.fit_values`` (with the values of an
+   inherited vocabulary, ``Vocabulary.inherit``) and a map from each provisional code to its
+   final one; then, per spilled chunk, the template keys seen and how
    often (``Vocabulary.key_counts``) are written, and merged template by template (one
    template's keys in memory at a time) into the keys kept by the cutoffs
    (``Vocabulary.fit_keys``);
@@ -77,12 +78,10 @@ class ChunkedVocabulary:
     def finish(self) -> Vocabulary:
         """Fit the vocabulary's values and keys from the spilled chunks; returns it."""
         self.vocab.fit_values({a: set(self.seen[a]) for a in self.attributes})
+        # provisional code -> the value's code in the dictionary (which may hold more values
+        # than the training set's: an inherited vocabulary's)
         for name in self.attributes:
-            values = list(self.seen[name])
-            order = np.argsort(np.array(values, dtype=object), kind="stable")  # sorted position
-            final = np.empty(len(values), dtype=np.int64)
-            final[order] = np.arange(len(values))
-            self.remap[name] = final
+            self.remap[name] = self.vocab.codes_of(name, self.seen[name])
         self.seen = {}
         for k in range(self.chunks):
             counts = self.vocab.key_counts(None, *self._codes(k))

@@ -129,6 +129,21 @@ class NonLocalFeatures:
         """G, the rows of the weight table."""
         return self.num_buckets if self.vocabulary == "hash" else len(self.codes)
 
+    def feature_ids(self) -> dict[str, int]:
+        """Each reachable feature string with an id -> its id (under ``hash`` ids are shared):
+        what pairs the rows of two vocabularies (a model continued on new data)."""
+        codes = [c for c in self.reachable.tolist() if self.code_id[c] >= 0]
+        return {self.names[c]: int(self.code_id[c]) for c in codes}
+
+    def carried_ids(self, old: NonLocalFeatures) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """(ids of ``old`` [M], ids here [M], the names of ``old``'s features not here): its
+        features paired with these by name."""
+        there, here = old.feature_ids(), self.feature_ids()
+        both = [name for name in there if name in here]
+        lost = sorted(name for name in there if name not in here)
+        pairs = np.array([[there[n], here[n]] for n in both], dtype=np.int64).reshape(-1, 2)
+        return pairs[:, 0], pairs[:, 1], lost
+
     def feature_names(self) -> list[str]:
         """The feature string of every id (not for ``hash``: ids are shared)."""
         if self.vocabulary == "hash":

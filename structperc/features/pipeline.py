@@ -27,7 +27,6 @@ from structperc.features.external import (
     source_versions,
 )
 from structperc.features.extract import (
-    KEY_SHIFT,
     FeatureMatrix,
     Vocabulary,
     concat_columns,
@@ -43,6 +42,7 @@ from structperc.features.gazetteer import (
     read_gazetteer,
 )
 from structperc.features.gazetteer_files import GazetteerFamily, read_families
+from structperc.features.hashing import check_bits
 from structperc.features.template_features import (
     CompiledTemplates,
     read_template_specs,
@@ -119,6 +119,9 @@ class LocalFeatures:
         gazetteer_files: the user's gazetteer lists (``gazetteer_files.py``), each its own
             attribute family ``NAME.TYPE``; with the named attributes, each attribute is a
             unigram within ``window`` and a bigram, like the external lists'.
+        hash_bits: feature hashing (``extract.py``, ``hashing.py``): the features kept by
+            ``min_count`` share 2^hash_bits rows by a stable hash of their keys, so the weight
+            tables have that size whatever the data; None (the default): a row per feature.
     """
 
     def __init__(
@@ -143,6 +146,7 @@ class LocalFeatures:
         templates: list[str] | None = None,
         template_file: str | None = None,
         gazetteer_files: list | tuple = (),
+        hash_bits: int | None = None,
     ):
         if gazetteer not in MODES:
             raise ValueError(f"features.gazetteer must be one of {MODES}, got {gazetteer!r}")
@@ -202,7 +206,9 @@ class LocalFeatures:
                 f"folder), got tags={tags!r}, tagger={tagger!r}"
             )
         self.tags, self.tagger = tags, tagger
-        self.vocab = Vocabulary(self.templates, min_count, boundary)
+        self.hash_bits = check_bits(hash_bits)
+        self.vocab = Vocabulary(self.templates, min_count, boundary, hash_bits=self.hash_bits)
+        self.inherited: LocalFeatures | None = None  # fitted: its features are kept (inherit)
 
     # ------------------------------------------------------------------------------------
     def _columns(
@@ -371,6 +377,31 @@ class LocalFeatures:
         """The external entries indexed for matching (built once, case-sensitive)."""
         return {a: EntryIndex(e) for a, e in self.external_entries.items()}
 
+    def inherit(self, old: LocalFeatures) -> None:
+        """Make the next fit (in memory or chunked) keep every feature of the fitted ``old``
+        (a saved model continued on new data; ``Vocabulary.inherit``).  Its settings that give
+        the features their meaning or the tables their layout must be these (``differences``);
+        else ValueError naming what differs.  The templates are compared when they are
+        expanded (``expand_templates``)."""
+        differences = self.differences(old)
+        if differences:
+            raise ValueError(f"the features differ from the saved model's: {differences}")
+        self.inherited = old
+        if self.template_specs is None:  # (templates: their vocabulary comes when expanded)
+            self.vocab.inherit(old.vocab)
+
+    def differences(self, old: LocalFeatures) -> str:
+        """What of the settings besides the templates differs from ``old``'s, in words (""
+        when nothing does): the word-form flags' off value, edge features, the entity type of
+        each gazetteer attribute.  (How a gazetteer is matched in training, ``naive`` or
+        ``jackknife``, gives the same features.)"""
+        out = []
+        for name in ("flag_off", "edges", "gazetteer_types"):
+            there, here = getattr(old, name), getattr(self, name)
+            if there != here:
+                out.append(f"features.{name}={there!r} in the saved model, {here!r} here")
+        return "; ".join(out)
+
     def fit(self, train: list[Document]) -> LocalFeatures:
         """Freeze the vocabulary on the training documents (templates: first expanded against
         their columns)."""
@@ -391,7 +422,10 @@ class LocalFeatures:
                 self.min_count,
                 self.boundary,
                 self.compiled.min_counts(self.min_count),
+                self.hash_bits,
             )
+            if self.inherited is not None:
+                self.vocab.inherit(self.inherited.vocab)
 
     def training_columns(
         self, docs: list[Document], start: int, folds: Folds | None
@@ -431,12 +465,12 @@ class LocalFeatures:
         template first)."""
         if self.compiled is None or not any(self.compiled.node_only):
             return None
-        flags = np.array(self.compiled.node_only, dtype=bool)
-        return flags[self.vocab.keys >> KEY_SHIFT]
+        return self.vocab.template_rows(np.array(self.compiled.node_only, dtype=bool))
 
     @property
     def num_features(self) -> int:
-        return len(self.vocab)
+        """The rows of the weight tables (2^hash_bits with hashing)."""
+        return self.vocab.num_rows
 
     # ------------------------------------------------------------------------------------
     def state(self) -> tuple[dict, dict[str, torch.Tensor]]:
@@ -499,7 +533,8 @@ class LocalFeatures:
             GazetteerFamily.from_state(f) for f in meta.get("gazetteer_files", [])
         ]
         obj.vocab = Vocabulary.from_state(meta, tensors)
-        obj.boundary = obj.vocab.boundary
+        obj.boundary, obj.hash_bits = obj.vocab.boundary, obj.vocab.hash_bits
+        obj.inherited = None
         obj.templates = obj.vocab.templates
         obj.compiled, obj.template_specs, obj.template_source = None, None, None
         if "feature_templates" in meta:

@@ -37,7 +37,10 @@ class FitSettings:
     checkpoint run while the next epoch trains (``forking.py``).
 
     ``compiled``: run an online epoch in compiled code where ``native.online`` has it for the
-    learner and structure (numba installed; the same results), else the Python loop."""
+    learner and structure (numba installed; the same results), else the Python loop.
+
+    ``warm``: the tables hold a saved model that this training continues (``trainer.init_from``,
+    ``tasks/warm_start.py``): BPM initialisation, which starts from zero weights, is not run."""
 
     max_epochs: int = 50
     tol: float = 1e-4
@@ -49,6 +52,7 @@ class FitSettings:
     mixing: str = "uniform"
     processes: int = 1
     compiled: bool = True
+    warm: bool = False
 
 
 @dataclass

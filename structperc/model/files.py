@@ -110,6 +110,16 @@ def save_model(
     return directory
 
 
+def model_digest(directory: str | Path) -> str:
+    """The sha256 of a saved model's tensor file: model.json's record of it, or the file's
+    (a model saved before the record)."""
+    directory = Path(directory)
+    tensors = read_json(directory / "model.json").get("tensors")
+    if isinstance(tensors, dict) and isinstance(tensors.get("sha256"), str):
+        return tensors["sha256"]
+    return file_digest(directory / "model.safetensors")["sha256"]
+
+
 def json_type(value) -> str:
     """The JSON name of ``value``'s type ("an object", "an array", "a number", ...)."""
     if value is None:

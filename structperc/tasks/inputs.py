@@ -148,6 +148,15 @@ def data_files(config, corpus: dict) -> list[Path]:
     return [f for split in corpus for f in files.get(split, [])]
 
 
+def training_files(config) -> list[str]:
+    """The training split's files, as paths (none for a corpus from the hub)."""
+    try:
+        files = column_corpus(config).files(config.data_dir or config.cfg.data.dir)
+    except FileNotFoundError:
+        return []
+    return [str(f) for f in files.get("train", [])]
+
+
 def corpus_record(config, fmt: ColumnFormat) -> dict:
     """What a model records of its corpus (``model.json``'s ``info.corpus``): its name and
     column format, so prediction reads and writes files the way the training files were."""
@@ -187,10 +196,18 @@ def extraction_settings(fcfg: dict) -> dict:
     """The feature settings that decide the feature ids (the cache key's): ``edges`` is the
     model's, not the ids', and the tagger's columns enter through its files; an empty
     ``gazetteers``, ``trigram_attributes``, ``gazetteer_files``, ``templates`` or
-    ``template_file`` is left out, so runs keep the key they had before those settings existed
-    (the files of the last three enter the key by their content: ``feature_files``)."""
+    ``template_file``, and a null ``hash_bits``, is left out, so runs keep the key they had
+    before those settings existed (the files of the gazetteer files and templates enter the key
+    by their content: ``feature_files``)."""
     out = {k: v for k, v in fcfg.items() if k not in ("edges", "tags", "tagger")}
-    optional = ("gazetteers", "trigram_attributes", "gazetteer_files", "templates", "template_file")
+    optional = (
+        "gazetteers",
+        "trigram_attributes",
+        "gazetteer_files",
+        "templates",
+        "template_file",
+        "hash_bits",
+    )
     for key in optional:
         if key in out and not out[key]:
             del out[key]

@@ -44,6 +44,7 @@ from structperc.structures.rescoring import DocumentRescoring
 from structperc.tasks.report import chunk_curves, chunk_scores, token_results
 from structperc.tasks.structure import labeler_structure
 from structperc.tasks.training import Evaluation, ModelSettings, TrainingRun, history_rows
+from structperc.tasks.warm_start import InitialModel, grown_labels, start_from
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,11 @@ class LabelerSettings(ModelSettings):
     cache (None: none) and what decides the features; save: write the model; doc_features:
     the non-local features of a rescoring learner (None: the defaults); n_test: candidates
     rescored at prediction; constraints: the decoder's (``none`` or ``iob2``); corpus_record:
-    the corpus's name and column format, kept in the model (``inputs.corpus_record``).
+    the corpus's name and column format, kept in the model (``inputs.corpus_record``);
+    train_files: the training split's files (the model's ``info["training"]``); init_from: a
+    saved model this run continues (``warm_start.py``; ``fit.warm`` then set), or None;
+    init_average: how the averaged perceptron's average counts it (``auto``, ``continue`` or
+    ``restart``: ``warm_start.py``).
     """
 
     features: LocalFeatures
@@ -68,6 +73,9 @@ class LabelerSettings(ModelSettings):
     n_test: int = 100
     constraints: str = "none"
     corpus_record: dict | None = None
+    train_files: tuple[str, ...] = ()
+    init_from: InitialModel | None = None
+    init_average: str = "auto"
 
 
 def has_chunks(labels: list[str]) -> bool:
@@ -98,11 +106,13 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
     device = s.fit.device
     torch.manual_seed(s.fit.seed)
     run = TrainingRun(out_dir, group)
+    if s.init_from is not None:  # its features are kept (the fit inherits them)
+        s.features.inherit(s.init_from.features)
     with group.main_first():  # rank 0 builds the cache, the others read it
         features, mats, feat_seconds, hit = extract_features(
             s.features, corpus, s.cache_dir, s.cache_key
         )
-    labels = label_set(corpus["train"])
+    labels = grown_labels(label_set(corpus["train"]), s.init_from)
     data = {split: ChainData(mats[split], documents=docs) for split, docs in corpus.items()}
     data["train"].labels = encode_labels(corpus["train"], labels)
     structure, during_training = labeler_structure(
@@ -118,6 +128,18 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
     )
     weights = structure.weights.to(device)
     updater = Updater(weights, average=learner.average)
+    carried = None
+    if s.init_from is not None:
+        rescoring = isinstance(structure, DocumentRescoring)
+        doc_features = structure.doc_features if rescoring else None
+        carried = start_from(s.init_from, weights, features, updater, doc_features, s.init_average)
+    if features.hash_bits is not None:
+        log.info(
+            "feature hashing: %d features in 2^%d rows, %d collisions",
+            len(features.vocab),
+            features.hash_bits,
+            features.vocab.collisions(),
+        )
     eval_split = "dev" if "dev" in corpus else "test"
     table_bytes = updater.table_bytes()
     log.info(
@@ -168,12 +190,19 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
         "feature_cache_hit": hit,
         "num_features": features.num_features,
         "train_tokens": data["train"].num_tokens,
+        "feature_keys": len(features.vocab),
         "table_bytes": table_bytes,
         "streamed": data["train"].features.mapped,
         "labels": labels,
         "world_size": group.world,
         **result.summary,  # the CRF: parameters, nonzero_weights, nonzero_fraction
     }
+    if features.hash_bits is not None:
+        results["hash_bits"] = features.hash_bits
+        results["collisions"] = features.vocab.collisions()
+    if carried is not None:
+        results["init_from"] = str(s.init_from.folder)
+        results["warm_start"] = carried
     for split in ("dev", "test"):
         if split in corpus:
             t0 = time.perf_counter()
@@ -191,6 +220,9 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
     if s.save:
         info = {"results": {k: results.get(k) for k in ("dev", "test")}, "n_test": s.n_test}
         info["constraints"] = s.constraints
+        info["seen"] = updater.seen  # the instances the average is over (warm_start.py)
+        info["training"] = training_record(s, data["train"].num_tokens, result.epochs)
+        info["lineage"] = s.init_from.lineage() if s.init_from is not None else []
         if s.corpus_record is not None:
             info["corpus"] = s.corpus_record
         rescoring = isinstance(structure, DocumentRescoring)
@@ -201,6 +233,18 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
     results["job_seconds"] = time.perf_counter() - t_job
     final = {f"{sp}_{metric}": results[sp][metric] for sp in ("dev", "test") if sp in results}
     return run.finish(results, final)
+
+
+def training_record(s: LabelerSettings, tokens: int, epochs: int) -> dict:
+    """What a model was trained on (its ``info["training"]``, a lineage's entry): the corpus's
+    name, the training files, documents, tokens and epochs."""
+    return {
+        "corpus": (s.corpus_record or {}).get("name"),
+        "train_files": list(s.train_files),
+        "documents": len(s.corpus["train"]),
+        "tokens": tokens,
+        "epochs": epochs,
+    }
 
 
 def log_scores(split: str, s: ChunkScores, metric: str) -> None:

@@ -19,7 +19,8 @@ and registers the driver::
 
 ``headline`` names the run's headline metric (what a sweeper optimises) as ``split.metric``
 paths into the results, the first one present; ``distributed`` says whether the task trains
-one model on several ranks (``distributed=torch``).  Tasks compose through functions of shared
+one model on several ranks (``distributed=torch``); ``warm_start`` whether it continues a saved
+model (``trainer.init_from``).  Tasks compose through functions of shared
 modules (``labeler.py``, ``pos_np.py``, ``training.py``), never through each other's drivers.
 """
 
@@ -36,7 +37,8 @@ from structperc.distributed import Group
 @dataclass(frozen=True)
 class Task:
     """A registered task: its builder, its driver, its headline metric and whether it runs on
-    several ranks.  ``missing`` is the headline of results that hold none of ``headline``."""
+    several ranks and continues a saved model (``warm_start``).  ``missing`` is the headline of
+    results that hold none of ``headline``."""
 
     name: str
     build: Callable[[Any], Any]
@@ -44,6 +46,7 @@ class Task:
     headline: tuple[str, ...]
     distributed: bool = False
     missing: float = 0.0
+    warm_start: bool = False
 
     def headline_of(self, results: dict) -> float:
         """The first ``split.metric`` of ``headline`` that ``results`` hold, as a float."""
@@ -64,6 +67,7 @@ def task(
     headline: tuple[str, ...],
     distributed: bool = False,
     missing: float = 0.0,
+    warm_start: bool = False,
 ) -> Callable[[Callable], Callable]:
     """Decorator of a task's driver: registers ``name`` -> (``build``, the driver).  A second
     module registering the same name is an error; the same module again (a reload) replaces it."""
@@ -75,7 +79,7 @@ def task(
                 f"task {name!r} is registered twice: by {known.drive.__module__} and "
                 f"{drive.__module__}"
             )
-        _TASKS[name] = Task(name, build, drive, tuple(headline), distributed, missing)
+        _TASKS[name] = Task(name, build, drive, tuple(headline), distributed, missing, warm_start)
         return drive
 
     return register

@@ -11,26 +11,33 @@ a model trained on a tagger's columns (``features.tags=auto``), copies that tagg
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from structperc.distributed import SERIAL, Group
-from structperc.tasks.inputs import document_features, tagging_inputs
+from structperc.tasks.inputs import document_features, tagging_inputs, training_files
 from structperc.tasks.labeler import LabelerSettings, train_labeler
 from structperc.tasks.registry import task
+from structperc.tasks.warm_start import InitialModel, check_average
 
 
 def tagging_settings(config) -> LabelerSettings:
-    """The tagging run of the composed ``config`` (``run.ComposedConfig``)."""
+    """The tagging run of the composed ``config`` (``run.ComposedConfig``); with
+    ``trainer.init_from``, continuing that run's model (``warm_start.py``), whose digest joins
+    the feature cache's key (its features are in the vocabulary)."""
     cfg = config.cfg
     corpus, features, key, record = tagging_inputs(config)
     t = cfg.trainer
+    init = InitialModel.load(t.init_from) if t.get("init_from") else None
+    if init is not None:
+        key = {**key, "init_from": init.digest}
     return LabelerSettings(
         corpus=corpus,
         features=features,
         learner=config.make(cfg.learner),
         cache_dir=cfg.cache_dir,
         cache_key=key,
-        fit=config.fit_settings(),
+        fit=replace(config.fit_settings(), warm=init is not None),
         eval_every=t.eval_every,
         batch_size=t.batch_size,
         save=cfg.save_model,
@@ -42,6 +49,9 @@ def tagging_settings(config) -> LabelerSettings:
         n_test=cfg.decoder.n_test,
         constraints=cfg.decoder.constraints,
         corpus_record=record,
+        train_files=tuple(training_files(config)),
+        init_from=init,
+        init_average=check_average(t.get("init_average", "auto")),
     )
 
 
@@ -50,6 +60,7 @@ def tagging_settings(config) -> LabelerSettings:
     build=tagging_settings,
     headline=("dev.f1", "test.f1", "dev.accuracy", "test.accuracy"),  # plain tags: accuracy
     distributed=True,
+    warm_start=True,
 )
 def run_tagging(settings: LabelerSettings, out_dir: Path, group: Group = SERIAL) -> dict:
     """Train, evaluate and save the labeler of ``settings`` into ``out_dir``; returns the
