@@ -1,8 +1,10 @@
 """Plain text as documents, and entities back to character offsets.
 
-Paragraphs (text between blank lines) are documents; syntok (Florian Leitner's rule-based
-segmenter and tokenizer, pure Python, no model or data to download) splits them into sentences
-and tokens, and gives each token its character offset in the text.  ``read_text`` keeps those
+Paragraphs (text between blank lines) are documents; syntok's rules (Florian Leitner's
+rule-based segmenter and tokenizer, no model or data to download) split them into sentences and
+tokens, and give each token its character offset in the text: its tokenizer, run once per
+distinct chunk of text (``data/tokenization.py``), and its segmentation rules, decided where a
+boundary can fall (``data/sentences.py``).  ``read_text`` keeps those
 offsets beside the documents, so ``entity_spans`` turns a document's IOB2 tags into entities of
 the original text: ``{"start", "end", "type", "text"}`` with ``text[start:end]`` the entity.
 
@@ -16,15 +18,12 @@ from UTF-8 with a leading byte-order mark dropped and the line ends kept, so tha
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-import syntok.segmenter as segmenter
-
 from structperc.data.document import Document
+from structperc.data.sentences import sentence_starts
 from structperc.data.tags import spans
-
-_LONE_CR = re.compile(r"\r(?!\n)")  # an old Mac line end, which syntok does not read as one
+from structperc.data.tokenization import LONE_CR, ChunkTokenizer, paragraphs
 
 
 @dataclass
@@ -35,28 +34,26 @@ class TextDocument:
     offsets: list[tuple[int, int]]
 
 
-def read_text(text: str, source: str = "<text>") -> list[TextDocument]:
+def read_text(
+    text: str, source: str = "<text>", tokenizer: ChunkTokenizer | None = None
+) -> list[TextDocument]:
     """The paragraphs of ``text`` as documents (sentences marked), with token offsets; no
-    paragraphs for a text without words (empty, blank lines, a zero-width space)."""
-    text = _LONE_CR.sub("\n", text)  # one character for one: the offsets stay the text's
+    paragraphs for a text without words (empty, blank lines, a zero-width space).
+    ``tokenizer``: one that keeps its chunks across calls (a stream of texts)."""
+    tokenizer = tokenizer or ChunkTokenizer()
+    text = LONE_CR.sub("\n", text)  # one character for one: the offsets stay the text's
     out = []
-    for paragraph in segmenter.analyze(text):
-        tokens: list[str] = []
-        offsets: list[tuple[int, int]] = []
-        starts: list[int] = []
-        for sentence in paragraph:
-            if not any(token.value for token in sentence):
-                continue
-            starts.append(len(tokens))
-            for token in sentence:
-                if not token.value:  # syntok's empty token after a last word without a stop
-                    continue
-                tokens.append(token.value)
-                offsets.append((token.offset, token.offset + len(token.value)))
-        if tokens:
-            line = text.count("\n", 0, offsets[0][0]) + 1
-            doc = Document(tokens=tokens, sentence_starts=starts, source=f"{source}:{line}")
-            out.append(TextDocument(doc, offsets))
+    line, counted = 1, 0  # the line of offset ``counted``
+    for offset, paragraph in paragraphs(text):
+        tokens = tokenizer.tokenize(paragraph, offset)
+        if not len(tokens):
+            continue
+        starts = sentence_starts(tokens.values, tokens.starts, tokens.spaced)
+        line += text.count("\n", counted, tokens.starts[0])
+        counted = tokens.starts[0]
+        offsets = [(s, s + len(v)) for s, v in zip(tokens.starts, tokens.values, strict=True)]
+        doc = Document(tokens=tokens.values, sentence_starts=starts, source=f"{source}:{line}")
+        out.append(TextDocument(doc, offsets))
     return out
 
 
