@@ -66,9 +66,9 @@ from structperc.data.text import entity_spans, read_text
 from structperc.distributed import SERIAL, Group, contiguous_shards
 from structperc.eval.chunks import evaluate
 from structperc.eval.tokens import token_scores
+from structperc.inference.column_tagger import ColumnTagger
+from structperc.inference.tagger import Tagger
 from structperc.io import STDIO, refuse_overwriting_input, write_output_text
-from structperc.tagger import Tagger
-from structperc.tasks.loading import ColumnTagger
 
 log = logging.getLogger("structperc.predict")
 

@@ -151,9 +151,16 @@ LAYERS = [  # lower layers never import higher ones
     {"structperc.structures"},
     {"structperc.learn", "structperc.explain"},
     {"structperc.train", "structperc.crf", "structperc.rerank", "structperc.native"},
+    {"structperc.inference"},
     {"structperc.tasks", "structperc.sklearn"},
-    {"structperc.tagger", "structperc.explainer"},
-    {"structperc.run", "structperc.predict", "structperc.explaining", "structperc.report"},
+    {
+        "structperc.run",
+        "structperc.predict",
+        "structperc.serve",
+        "structperc.explaining",
+        "structperc.report",
+        "structperc.tagger",
+    },
     {CONSOLE},
 ]
 

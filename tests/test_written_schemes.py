@@ -67,8 +67,8 @@ def test_a_runs_prediction_file_holds_valid_iob2(tmp_path):
 def test_structperc_tag_output_reads_back_with_scheme_auto(token_model, tmp_path, caplog):
     """The tagger's predictions, forced invalid at a chunk's start, are written valid in conll
     and as the same chunks in jsonl; the conll output trains with data.scheme=auto."""
+    from structperc.inference.tagger import Tagger
     from structperc.predict import tag_file
-    from structperc.tagger import Tagger
 
     tagger = Tagger.load(token_model)
     raw = tagger.structure.predict

@@ -86,23 +86,33 @@ class CompiledColumns:
 
 class CompiledTagger:
     """A model (``CompiledChain``) and, for input without its POS and chunk columns, the
-    compiled column tagger: ``label`` gives the model's label ids of a ``TokenBatch``."""
+    compiled column tagger (``column_tagger``: a function that gives the column tagger, called
+    when the columns are first needed): ``label`` gives the model's label ids of a
+    ``TokenBatch``."""
 
-    def __init__(self, model: CompiledChain, columns=None, window: int = WINDOW_TOKENS):
+    def __init__(self, model: CompiledChain, column_tagger=None, window: int = WINDOW_TOKENS):
         self.model, self.window = model, window
         self.types = TypeTable()
-        self.columns = CompiledColumns.of(columns, self.types) if columns is not None else None
-        self.column_missing = columns is not None and self.columns is None
-        coder = model.coder
-        if self.columns is not None:
-            self._model_pos = coder.value_codes("pos", self.columns.pos_labels)
-            self._model_chunk = coder.value_codes("chk", self.columns.chunk_labels)
+        self._column_tagger = column_tagger
+        self._columns: CompiledColumns | None | bool = column_tagger is not None
         self._compare = None  # the words the non-local features compare, when not the tokens
         if model.rescoring and model.casefold:
             self._compare = WordColumn(lambda words: self.types.ids([w.lower() for w in words]))
         self._connector = WordColumn(
             lambda words: np.array([CONNECTORS.get(w.lower(), 0) for w in words], np.int64)
         )
+
+    @property
+    def columns(self) -> CompiledColumns | None:
+        """The compiled column tagger (built on first use), or None: none, or not compiled."""
+        if self._columns is True:
+            tagger = self._column_tagger()
+            self._columns = CompiledColumns.of(tagger, self.types) if tagger is not None else None
+            if self._columns is not None:
+                coder = self.model.coder
+                self._model_pos = coder.value_codes("pos", self._columns.pos_labels)
+                self._model_chunk = coder.value_codes("chk", self._columns.chunk_labels)
+        return self._columns or None
 
     def label(self, batch: TokenBatch, tag_columns: bool) -> np.ndarray:
         """[N] int64: the model's label ids of the batch's tokens, the POS and chunk columns the
