@@ -18,6 +18,7 @@ from UTF-8 with a leading byte-order mark dropped and the line ends kept, so tha
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from structperc.data.document import Document
@@ -64,3 +65,56 @@ def entity_spans(text: str, doc: TextDocument, tags: list[str]) -> list[dict]:
         start, stop = doc.offsets[first][0], doc.offsets[end - 1][1]
         out.append({"start": start, "end": stop, "type": kind, "text": text[start:stop]})
     return out
+
+
+# the longest run of a paragraph read at once (about 20,000 tokens of newswire): a longer
+# paragraph comes in pieces cut at whitespace, so reading takes a bounded memory
+PIECE_CHARS = 1 << 17
+
+
+@dataclass
+class TextPiece:
+    """A paragraph of a text being read, or a piece of a long one.
+
+    text: the piece as written (its character offsets start at ``offset`` in the whole text);
+    line: the line of the text it starts on; opens, closes: whether it starts, ends its
+    paragraph.
+    """
+
+    text: str
+    offset: int
+    line: int
+    opens: bool
+    closes: bool
+
+
+def text_pieces(lines: Iterable[str], piece_chars: int = PIECE_CHARS) -> Iterator[TextPiece]:
+    """The paragraphs of a text given as its lines (line ends kept, a lone CR ending a line as
+    ``read_text`` reads it), in pieces of at most ``piece_chars`` characters cut at whitespace
+    (a run without whitespace that long is cut where it is); blank paragraphs too (the caller
+    finds no tokens in them)."""
+    parts: list[str] = []  # the current paragraph's lines not yet given out
+    size = offset = start = 0  # chars in parts; of the text read; where parts start
+    line = first_line = 1
+    opens = True
+    for text in lines:
+        blank = not text.strip() and text[-1:] in ("\n", "\r")
+        if blank and parts:  # a blank line ends the paragraph (syntok's separator)
+            yield TextPiece("".join(parts), start, first_line, opens, True)
+            parts, size, opens = [], 0, True
+        if not blank:
+            if not parts:
+                start, first_line = offset, line
+            parts.append(text)
+            size += len(text)
+            while size > piece_chars:  # a long paragraph: its piece up to the last whitespace
+                joined = "".join(parts)
+                cut = max(joined.rfind(" ", 0, piece_chars), joined.rfind("\n", 0, piece_chars))
+                cut = cut + 1 if cut > 0 else piece_chars
+                yield TextPiece(joined[:cut], start, first_line, opens, False)
+                first_line += joined.count("\n", 0, cut)
+                parts, size, start, opens = [joined[cut:]], len(joined) - cut, start + cut, False
+        offset += len(text)
+        line += text.endswith(("\n", "\r"))
+    if parts:
+        yield TextPiece("".join(parts), start, first_line, opens, True)

@@ -96,7 +96,7 @@ def candidate_score(path, T, doc, model, work):  # pragma: no cover - jit
     scratch arrays (``scratch``) of at least T mentions."""
     words, sentence, conn1, conn2, ids, occ, first, count = doc
     label_class, label_begin, weights, enabled = model
-    ms, me, mc, mg, slot, N, sup, tokN, mark, touched, votes, cum, chain_counts = work
+    ms, me, mc, mg, slot, N, sup, tokN, mark, touched, votes, chain_counts = work
     K1 = N.shape[1]
     longest = ids.shape[0]
     # the mentions
@@ -109,9 +109,6 @@ def candidate_score(path, T, doc, model, work):  # pragma: no cover - jit
             ms[M], mc[M] = t, c
             M += 1
         me[M - 1] = t + 1
-    cum[0] = 0
-    for t in range(T):
-        cum[t + 1] = cum[t] + (1 if label_class[path[t]] > 0 else 0)
     # N[k, c], sup[k, c] of the k-th string met (slot[g] = k; column 0 of N: all mentions)
     n_touched = 0
     for m in range(M):
@@ -140,7 +137,12 @@ def candidate_score(path, T, doc, model, work):  # pragma: no cover - jit
             free = 0
             for p in range(first[g], first[g] + count[g]):
                 s = occ[length - 1, p]
-                if cum[s + length] == cum[s]:
+                labeled = False
+                for t in range(s, s + length):
+                    if label_class[path[t]] > 0:
+                        labeled = True
+                        break
+                if not labeled:
                     free += 1
             if free:
                 for c in range(1, K1):
@@ -177,24 +179,22 @@ def candidate_score(path, T, doc, model, work):  # pragma: no cover - jit
                 any_vote = any_vote or votes[d] > 0
             if any_vote:
                 total += weights[_code(ENTMAJ, c, _majority(votes, c, K1), K1)]
-    if enabled[TOKMAJ]:
-        for t in range(T):
-            c = label_class[path[t]]
-            if c > 0:
-                tokN[words[t], c] += 1
-        for t in range(T):
-            c = label_class[path[t]]
-            if c == 0:
-                continue
-            any_vote = False
-            for d in range(1, K1):
-                votes[d] = tokN[words[t], d] - (1 if d == c else 0)
-                any_vote = any_vote or votes[d] > 0
-            if any_vote:
-                total += weights[_code(TOKMAJ, c, _majority(votes, c, K1), K1)]
-        for t in range(T):
-            for d in range(K1):
-                tokN[words[t], d] = 0
+    if enabled[TOKMAJ]:  # over the mentions' tokens only
+        for m in range(M):
+            for t in range(ms[m], me[m]):
+                tokN[words[t], mc[m]] += 1
+        for m in range(M):
+            c = mc[m]
+            for t in range(ms[m], me[m]):
+                any_vote = False
+                for d in range(1, K1):
+                    votes[d] = tokN[words[t], d] - (1 if d == c else 0)
+                    any_vote = any_vote or votes[d] > 0
+                if any_vote:
+                    total += weights[_code(TOKMAJ, c, _majority(votes, c, K1), K1)]
+        for m in range(M):
+            for t in range(ms[m], me[m]):
+                tokN[words[t], mc[m]] = 0
     if enabled[CONJ] and M > 1:
         chain_counts[:] = 0
         chain_counts[mc[0]] += 1
@@ -253,7 +253,6 @@ def scratch(T, longest, K1):  # pragma: no cover - jit
         np.zeros(G, np.int32),  # marks
         np.zeros(T, np.int64),  # strings touched
         np.zeros(K1, np.float64),  # votes
-        np.zeros(T + 1, np.int64),  # labeled tokens before t
         np.zeros(K1, np.int64),  # class counts of a chain
     )
 

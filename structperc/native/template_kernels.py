@@ -190,6 +190,53 @@ def viterbi_path(pot, T, alpha, nxt, bp, path):  # pragma: no cover - jit
 
 
 @njit(cache=True, nogil=True)
+def viterbi_sums(sums, T, scoring, alpha, nxt, bp, path):  # pragma: no cover - jit
+    """``viterbi_path`` of the potentials of token sums [T, W] (``potentials``' ``scoring``),
+    read from the sums as the recursion goes instead of written out first."""
+    node_cols, edge_cols, trans, allowed, start = scoring
+    L = len(node_cols)
+    edges = len(edge_cols) > 0
+    constrained = len(allowed) > 0
+    for j in range(L):
+        c = node_cols[j]
+        alpha[j] = sums[0, c] if c >= 0 else 0.0
+        if len(start) and not start[j]:
+            alpha[j] = -np.inf
+    for t in range(1, T):
+        row = sums[t]
+        for j in range(L):
+            c = node_cols[j]
+            node = row[c] if c >= 0 else 0.0
+            best = -np.inf
+            arg = 0
+            for i in range(L):
+                if constrained and not allowed[i, j]:
+                    continue
+                if edges:
+                    e = edge_cols[i * L + j]
+                    v = alpha[i] + ((row[e] if e >= 0 else 0.0) + node)
+                else:
+                    v = alpha[i] + (trans[i, j] + node)
+                if v > best or i == 0:
+                    best = v
+                    arg = i
+            nxt[j] = best
+            bp[t, j] = arg
+        for j in range(L):
+            alpha[j] = nxt[j]
+    y = 0
+    best = alpha[0]
+    for j in range(1, L):
+        if alpha[j] > best:
+            best = alpha[j]
+            y = j
+    path[T - 1] = y
+    for t in range(T - 1, 0, -1):
+        y = bp[t, y]
+        path[t - 1] = y
+
+
+@njit(cache=True, nogil=True)
 def label_sequences(codes, words, bounds, model, scoring, out):  # pragma: no cover - jit
     """The Viterbi labels out[t] of the tokens of every sequence k, bounds[k] = (t0, t1, d0,
     d1): the tokens [t0, t1) decoded, [d0, d1) the document whose tokens the templates read
@@ -200,7 +247,6 @@ def label_sequences(codes, words, bounds, model, scoring, out):  # pragma: no co
         longest = max(longest, bounds[k, 1] - bounds[k, 0])
     sums = np.empty((longest, model[1].shape[1]), dtype=np.float64)
     rows = np.empty((longest, len(model[0][0])), dtype=np.int32)
-    pot = np.empty((longest, L, L), dtype=np.float64)
     alpha = np.empty(L, dtype=np.float64)
     nxt = np.empty(L, dtype=np.float64)
     bp = np.empty((longest, L), dtype=np.int64)
@@ -211,7 +257,6 @@ def label_sequences(codes, words, bounds, model, scoring, out):  # pragma: no co
         if T == 0:
             continue
         window_sums(codes, words, t0, t1, d0, d1, model, rows, sums)
-        potentials(sums, T, scoring, pot)
-        viterbi_path(pot, T, alpha, nxt, bp, path)
+        viterbi_sums(sums, T, scoring, alpha, nxt, bp, path)
         for t in range(T):
             out[t0 + t] = path[t]
