@@ -100,7 +100,7 @@ class CompiledChain:
         """[N] int64: the label ids of the tokens of the windows ``bounds`` [K, 4] = (t0, t1,
         d0, d1), each decoded alone, its templates reading the document [d0, d1).  A
         rescoring model needs ``text`` = (compare, connector, sentence) [N] ids
-        (``rescoring_kernels.rescore_windows``)."""
+        (``nonlocal_kernels.best_candidate``)."""
         unique, rows = np.unique(type_ids, return_inverse=True)
         word_codes = self.coder.codes_of_types(types)[unique]
         sums = np.empty((len(unique), len(self.tables.offsets), self.table.shape[1]), np.float32)
@@ -110,14 +110,39 @@ class CompiledChain:
         bounds = np.ascontiguousarray(bounds, dtype=np.int64).reshape(-1, 4)
         rows = rows.reshape(-1).astype(np.int64)
         if self.rescoring:
-            from structperc.native.rescoring_kernels import rescore_windows
-
-            rescore_windows(
-                codes, rows, bounds, model, self.scoring, self.n, text, self.nonlocal_model, out
-            )
+            self._rescore(codes, rows, bounds, model, text, out)
         else:
             self._kernels.label_sequences(codes, rows, bounds, model, self.scoring, out)
         return out
+
+    def _rescore(self, codes, rows, bounds, model, text, out) -> None:
+        """Kazama & Torisawa's prediction (``structures/rescoring.py``'s ``predict``) of each
+        window: the n' best under the local model (``nbest_kernels``), the first of the highest
+        local + non-local score (``nonlocal_kernels.best_candidate``).  A kernel call a step
+        (no compiled function calls another module's: numba's cache of a caller does not see a
+        change to its callee's file)."""
+        from structperc.native.nbest_kernels import nbest_paths
+        from structperc.native.nonlocal_kernels import best_candidate
+
+        kernels = self._kernels
+        longest = int((bounds[:, 1] - bounds[:, 0]).max()) if len(bounds) else 0
+        L = len(self.labels)
+        sums = np.empty((longest, self.table.shape[1]))
+        scratch_rows = np.empty((longest, len(self.tables.n_parts)), dtype=np.int32)
+        pot = np.empty((longest, L, L))
+        paths = np.empty((self.n, longest), dtype=np.int16)
+        local = np.empty(self.n)
+        for t0, t1, d0, d1 in bounds.tolist():
+            T = t1 - t0
+            if T == 0:
+                continue
+            kernels.window_sums(codes, rows, t0, t1, d0, d1, model, scratch_rows, sums)
+            kernels.potentials(sums, T, self.scoring, pot)
+            found = nbest_paths(pot, T, self.n, paths, local)
+            if found == 0:  # no labeling of finite score (constraints): the first label
+                continue
+            best = best_candidate(paths, found, local, t0, t1, text, self.nonlocal_model)
+            out[t0:t1] = paths[best, :T]
 
 
 def nonlocal_weights(structure: DocumentRescoring) -> tuple[tuple, bool]:

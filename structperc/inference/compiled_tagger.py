@@ -21,7 +21,7 @@ from structperc.inference.compiled_chain import CompiledChain
 from structperc.inference.token_batch import WINDOW_TOKENS, TokenBatch, windows
 from structperc.inference.token_codes import TypeTable, WordColumn
 
-CONNECTORS = {",": 1, "and": 2, "or": 3}  # rescoring_kernels' connector ids (lower case)
+CONNECTORS = {",": 1, "and": 2, "or": 3}  # nonlocal_kernels' connector ids (lower case)
 
 
 def _sentence_bounds(batch: TokenBatch) -> np.ndarray:

@@ -23,7 +23,10 @@ each string are a run of the sorted positions.  Then, per candidate (``candidate
 
 maj(V) is the most frequent class of V, a tie going to the mention's own class, else to the
 first class (``majority.count_majorities``).  A feature's count times its weight (``weights``
-[6 K1 K1] by code, 0 where the vocabulary has none) summed in float64.  The count of each code
+[6 K1 K1] by code, 0 where the vocabulary has none) summed in float64.  ``best_candidate``
+scores the n'-best list of one window of a document (its tokens' ``compare`` ids: equal ids,
+equal strings; ``connector`` ids: 0 other, 1 ",", 2 "and", 3 "or", lower-cased,
+``notation.CONNECTORS``).  The count of each code
 equals ``vectorized.candidate_codes`` (tests/test_compiled_tagging.py checks them).
 """
 
@@ -34,6 +37,7 @@ from numba import njit
 
 PHRASE, SUBPHRASE, TOKMAJ, ENTMAJ, SUPMAJ, CONJ = range(6)  # notation.FAMILIES' order
 AND_OR = 2
+COMMA, AND, OR = 1, 2, 3  # connector ids
 
 
 @njit(cache=True, nogil=True)
@@ -272,4 +276,57 @@ def longest_mention(paths, k, T, label_class, label_begin):  # pragma: no cover 
                 run = 0
             run += 1
             best = max(best, run)
+    return best
+
+
+@njit(cache=True, nogil=True)
+def local_ids(values, T):  # pragma: no cover - jit
+    """values[:T] renumbered 0..V-1 (equal values, equal numbers), in order of size."""
+    order = np.argsort(values[:T], kind="mergesort")
+    out = np.empty(T, dtype=np.int64)
+    rank = -1
+    for p in range(T):
+        if p == 0 or values[order[p]] != values[order[p - 1]]:
+            rank += 1
+        out[order[p]] = rank
+    return out
+
+
+@njit(cache=True, nogil=True)
+def window_document(compare, connector, sentence, t0, t1):  # pragma: no cover - jit
+    """(words, sentence, conn1, conn2) of the window [t0, t1) for ``candidate_score``: local word
+    ids, sentence ids, and the connector kind of the one and of the two tokens after each
+    position (1: ",", 2: "and", "or", ", and", ", or"; 0: none)."""
+    T = t1 - t0
+    words = local_ids(compare[t0:t1], T)
+    conn1 = np.zeros(T + 1, dtype=np.int64)
+    conn2 = np.zeros(T + 1, dtype=np.int64)
+    for t in range(T):
+        c = connector[t0 + t]
+        conn1[t] = 1 if c == COMMA else (2 if c == AND or c == OR else 0)
+        if t + 1 < T and c == COMMA:
+            d = connector[t0 + t + 1]
+            conn2[t] = 2 if d == AND or d == OR else 0
+    return words, sentence[t0:t1].astype(np.int64), conn1, conn2
+
+
+@njit(cache=True, nogil=True)
+def best_candidate(paths, found, local, t0, t1, text, model):  # pragma: no cover - jit
+    """The index of the candidate of paths[:found, :T] (the window [t0, t1) of the tokens of
+    ``text`` = (compare, connector, sentence) [N] ids) of the highest local[r] + Φ^g·α^g, the
+    first on ties."""
+    T = t1 - t0
+    if found <= 1:
+        return 0
+    label_class, label_begin = model[0], model[1]
+    longest = max(longest_mention(paths, found, T, label_class, label_begin), 1)
+    words, sentence, conn1, conn2 = window_document(text[0], text[1], text[2], t0, t1)
+    doc = (words, sentence, conn1, conn2) + string_ids(words, T, longest)
+    work = scratch(T, longest, int(label_class.max()) + 1)
+    best, best_total = 0, -np.inf
+    for r in range(found):
+        total = local[r] + candidate_score(paths[r], T, doc, model, work)
+        if total > best_total:
+            best_total = total
+            best = r
     return best
