@@ -51,11 +51,16 @@ PROGRAM = "structperc-tag"
 USAGE = "model=RUN_DIR input=FILE|- output=FILE|- [key=value ...]  (--help: every setting)"
 REQUIRED = ("model", "input", "output")
 # the settings that are not text, and what they must be (``settings``)
-WHOLE_NUMBERS, SWITCHES, LISTS = ("batch_size", "n_test", "window"), ("evaluate",), ("columns",)
+WHOLE_NUMBERS, SWITCHES, LISTS = (
+    ("batch_size", "n_test", "window", "threads"),
+    ("evaluate",),
+    ("columns",),
+)
 KINDS = {
     "batch_size": "a whole number",
     "n_test": "a whole number or null",
     "window": "a whole number",
+    "threads": "a whole number",
     "evaluate": "true or false",
     "columns": "a list of column names, e.g. [token,_,ner]",
 }

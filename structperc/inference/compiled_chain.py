@@ -10,8 +10,8 @@ tag-scheme constraints, and, for a rescoring model, n' and the non-local feature
 code (``native/nonlocal_kernels.py``).
 
 ``label`` decodes the tokens of a batch (numbered words of a ``TypeTable``) in given windows:
-the word sums of the batch's distinct words (``template_kernels.word_sums``), then one kernel
-call over all windows.
+the word sums of the batch's distinct words (``template_kernels.word_sums``), then the windows.
+The kernels release the GIL: ``workers`` (``workers.py``) share the words and the windows.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from structperc.features.pipeline import LocalFeatures
 from structperc.inference.gazetteer_matcher import GazetteerMatcher
 from structperc.inference.template_tables import ScoreTable, TemplateTables
 from structperc.inference.token_codes import AttributeCoder, TypeTable
+from structperc.inference.workers import Workers
 from structperc.native import available as numba_available
 from structperc.structures.chain import ChainStructure
 from structperc.structures.rescoring import DocumentRescoring
@@ -96,24 +97,39 @@ class CompiledChain:
         types: TypeTable,
         bounds: np.ndarray,
         text: tuple | None = None,
+        workers: Workers | None = None,
     ) -> np.ndarray:
         """[N] int64: the label ids of the tokens of the windows ``bounds`` [K, 4] = (t0, t1,
         d0, d1), each decoded alone, its templates reading the document [d0, d1).  A
         rescoring model needs ``text`` = (compare, connector, sentence) [N] ids
-        (``nonlocal_kernels.best_candidate``)."""
+        (``nonlocal_kernels.best_candidate``).  ``workers``: threads that share the work."""
         unique, rows = np.unique(type_ids, return_inverse=True)
         word_codes = self.coder.codes_of_types(types)[unique]
         sums = np.empty((len(unique), len(self.tables.offsets), self.table.shape[1]), np.float32)
-        self._kernels.word_sums(word_codes, self.tables.word_arrays(), self.table, sums)
+        workers = workers or Workers()
+        parts = workers.runs(np.ones(len(unique), np.int64))
+        workers.run(
+            [
+                lambda a=a, b=b: self._kernels.word_sums(
+                    word_codes[a:b], self.tables.word_arrays(), self.table, sums[a:b]
+                )
+                for a, b in parts
+            ],
+        )
         model = (self.tables.context_arrays(), self.table, sums, self.tables.offsets)
         out = np.zeros(len(type_ids), dtype=np.int64)
         bounds = np.ascontiguousarray(bounds, dtype=np.int64).reshape(-1, 4)
         rows = rows.reshape(-1).astype(np.int64)
-        if self.rescoring:
-            self._rescore(codes, rows, bounds, model, text, out)
-        else:
-            self._kernels.label_sequences(codes, rows, bounds, model, self.scoring, out)
+        decode = self._rescore if self.rescoring else self._label
+        parts = workers.runs(bounds[:, 1] - bounds[:, 0])
+        workers.run(
+            [lambda a=a, b=b: decode(codes, rows, bounds[a:b], model, text, out) for a, b in parts]
+        )
         return out
+
+    def _label(self, codes, rows, bounds, model, text, out) -> None:
+        """The Viterbi labels of each window (``template_kernels.label_sequences``)."""
+        self._kernels.label_sequences(codes, rows, bounds, model, self.scoring, out)
 
     def _rescore(self, codes, rows, bounds, model, text, out) -> None:
         """Kazama & Torisawa's prediction (``structures/rescoring.py``'s ``predict``) of each
@@ -127,7 +143,7 @@ class CompiledChain:
         kernels = self._kernels
         longest = int((bounds[:, 1] - bounds[:, 0]).max()) if len(bounds) else 0
         L = len(self.labels)
-        sums = np.empty((longest, self.table.shape[1]))
+        sums = np.empty((longest, self.table.shape[1]), dtype=self.table.dtype)
         scratch_rows = np.empty((longest, len(self.tables.n_parts)), dtype=np.int32)
         pot = np.empty((longest, L, L))
         paths = np.empty((self.n, longest), dtype=np.int16)

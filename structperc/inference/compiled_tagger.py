@@ -20,6 +20,7 @@ from structperc.data.treebank import BRACKETS, CLOSING, OPENING, STRAIGHT, TYPOG
 from structperc.inference.compiled_chain import CompiledChain
 from structperc.inference.token_batch import WINDOW_TOKENS, TokenBatch, windows
 from structperc.inference.token_codes import TypeTable, WordColumn
+from structperc.inference.workers import Workers
 
 CONNECTORS = {",": 1, "and": 2, "or": 3}  # nonlocal_kernels' connector ids (lower case)
 
@@ -73,15 +74,17 @@ class CompiledColumns:
         out[where] = forms
         return out
 
-    def tag(self, type_ids: np.ndarray, batch: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
+    def tag(
+        self, type_ids: np.ndarray, batch: TokenBatch, workers=None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """([N] POS label ids, [N] chunk label ids) of the batch, sentence by sentence."""
         forms = self.treebank(type_ids, batch)
         bounds = _sentence_bounds(batch)
         codes = self.pos.codes(forms, self.types, batch.sentences)
-        pos = self.pos.label(codes, forms, self.types, bounds)
+        pos = self.pos.label(codes, forms, self.types, bounds, workers=workers)
         columns = {"pos": self._chunk_pos[pos]}
         codes = self.chunk.codes(forms, self.types, batch.sentences, columns)
-        return pos, self.chunk.label(codes, forms, self.types, bounds)
+        return pos, self.chunk.label(codes, forms, self.types, bounds, workers=workers)
 
 
 class CompiledTagger:
@@ -90,8 +93,11 @@ class CompiledTagger:
     when the columns are first needed): ``label`` gives the model's label ids of a
     ``TokenBatch``."""
 
-    def __init__(self, model: CompiledChain, column_tagger=None, window: int = WINDOW_TOKENS):
+    def __init__(
+        self, model: CompiledChain, column_tagger=None, window: int = WINDOW_TOKENS, threads=1
+    ):
         self.model, self.window = model, window
+        self.workers = Workers(threads)  # (the kernels release the GIL)
         self.types = TypeTable()
         self._column_tagger = column_tagger
         self._columns: CompiledColumns | None | bool = column_tagger is not None
@@ -122,7 +128,7 @@ class CompiledTagger:
         type_ids = self.types.ids(batch.tokens)
         coder = self.model.coder
         if tag_columns:
-            pos, chunk = self.columns.tag(type_ids, batch)
+            pos, chunk = self.columns.tag(type_ids, batch, self.workers)
             columns = {"pos": self._model_pos[pos], "chunk": self._model_chunk[chunk]}
         else:
             names = {"pos": "pos", "chunk": "chk"}
@@ -137,4 +143,5 @@ class CompiledTagger:
             compare = self._compare.of(self.types)[type_ids] if self._compare else type_ids
             connector = self._connector.of(self.types)[type_ids]
             text = (compare, connector, batch.sentence_ids())
-        return self.model.label(codes, type_ids, self.types, windows(batch, self.window), text)
+        bounds = windows(batch, self.window)
+        return self.model.label(codes, type_ids, self.types, bounds, text, self.workers)

@@ -47,6 +47,7 @@ from structperc.inference.formats import (
 )
 from structperc.inference.tagger import Tagger
 from structperc.inference.token_batch import WINDOW_TOKENS
+from structperc.inference.workers import prefetched
 from structperc.io import refuse_overwriting_input, write_output_pieces
 
 log = logging.getLogger("structperc.predict")
@@ -58,7 +59,8 @@ class TaggerSettings:
     tagger's folder for input without the POS and chunk columns (default: the one the model
     carries); ``n_test``, ``constraints`` override the model's n' and tag-scheme constraints;
     ``batch_size`` documents a torch batch; ``device``; ``window`` the longest run of tokens
-    decoded as one (``token_batch.windows``)."""
+    decoded as one (``token_batch.windows``); ``threads`` the threads the compiled path uses
+    (``workers.py``)."""
 
     model: str
     tagger: str | None = None
@@ -67,6 +69,7 @@ class TaggerSettings:
     batch_size: int = 16
     device: str = "cpu"
     window: int = WINDOW_TOKENS
+    threads: int = 1
 
     def load(self) -> Tagger:
         columns = ColumnTagger.load(self.tagger) if self.tagger is not None else None
@@ -78,6 +81,7 @@ class TaggerSettings:
             batch_size=self.batch_size,
             device=self.device,
             window=self.window,
+            threads=self.threads,
         )
 
 
@@ -228,7 +232,8 @@ def text_output(
     labels = tagger.label_set
     tag_columns = None
     has_tokens = False  # the paragraph being read
-    for part in text_batches(lines):
+    batches = text_batches(lines)
+    for part in prefetched(batches) if tagger.threads > 1 else batches:
         batch = part.batch
         if tag_columns is None and len(batch):
             first = next(k for k, (a, b) in enumerate(batch.documents.tolist()) if b > a)

@@ -76,6 +76,7 @@ class Tagger:
         window: the longest run of tokens decoded as one (longer documents are decoded in
             windows of whole sentences; ``token_batch.windows``).
         compiled: run the compiled kernels where they apply (False: always the torch path).
+        threads: the threads the compiled kernels share a batch among (``workers.py``).
     """
 
     def __init__(
@@ -88,6 +89,7 @@ class Tagger:
         corpus: dict | None = None,
         window: int = WINDOW_TOKENS,
         compiled: bool = True,
+        threads: int = 1,
     ):
         if window < 1:
             raise ValueError(f"window={window}: a window holds at least one token")
@@ -95,7 +97,7 @@ class Tagger:
         self._column_tagger = column_tagger
         self.batch_size, self.device = batch_size, device
         self.corpus = corpus
-        self.window = window
+        self.window, self.threads = window, threads
         structure.weights.to(device)
         self.label_set = LabelSet(structure.weights.labels)
         self.run_dir: Path | None = None  # the run folder it was loaded from (``explain``)
@@ -157,6 +159,7 @@ class Tagger:
         device: str = "cpu",
         window: int = WINDOW_TOKENS,
         compiled: bool = True,
+        threads: int = 1,
     ) -> Tagger:
         """The model of a run folder (``model.json`` + ``model.safetensors``); ``n`` and
         ``constraints`` override the model's own n' and tag-scheme constraints.  Without a
@@ -176,6 +179,7 @@ class Tagger:
             info.get("corpus"),
             window,
             compiled,
+            threads,
         )
         tagger.run_dir = Path(run_dir)
         tagger._load_options = {"n": n, "constraints": constraints}
@@ -230,7 +234,9 @@ class Tagger:
         if self._compiled is True:
             model = CompiledChain.of(self.structure, self.features, self.device)
             columns = (lambda: self.column_tagger) if self._column_tagger is not None else None
-            self._compiled = None if model is None else CompiledTagger(model, columns, self.window)
+            self._compiled = (
+                None if model is None else CompiledTagger(model, columns, self.window, self.threads)
+            )
         return self._compiled or None
 
     def label_batch(self, batch: TokenBatch, tag_columns: bool) -> np.ndarray:

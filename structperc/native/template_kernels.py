@@ -245,7 +245,7 @@ def label_sequences(codes, words, bounds, model, scoring, out):  # pragma: no co
     longest = 1
     for k in range(len(bounds)):
         longest = max(longest, bounds[k, 1] - bounds[k, 0])
-    sums = np.empty((longest, model[1].shape[1]), dtype=np.float64)
+    sums = np.empty((longest, model[1].shape[1]), dtype=model[1].dtype)
     rows = np.empty((longest, len(model[0][0])), dtype=np.int32)
     alpha = np.empty(L, dtype=np.float64)
     nxt = np.empty(L, dtype=np.float64)
