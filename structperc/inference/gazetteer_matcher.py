@@ -35,30 +35,35 @@ class GazetteerMatcher:
             [coder.value_codes(a, [outside, "B", "I"]) for a, _, _, outside in found],
             dtype=np.int32,
         ).reshape(len(found), 3)
+        # every entry's words numbered, then the entries sorted by (list, first word, longest
+        # first): the groups the kernel searches
+        entries = [
+            (g, tuple(w.lower() for w in e) if lower else e)
+            for g, (_, listed, lower, _) in enumerate(found)
+            for e in listed
+        ]
+        lengths = np.fromiter((len(e) for _, e in entries), np.int64, len(entries))
         vocabulary: dict[str, int] = {}
-        groups: dict[tuple[int, int], list[tuple[int, ...]]] = {}
-        for g, (_, entries, lower, _) in enumerate(found):
-            for entry in entries:
-                words = tuple(w.lower() for w in entry) if lower else entry
-                ids = tuple(vocabulary.setdefault(w, len(vocabulary)) for w in words)
-                groups.setdefault((g, ids[0]), []).append(ids)
+        flat = np.fromiter(
+            (vocabulary.setdefault(w, len(vocabulary)) for _, e in entries for w in e),
+            np.int64,
+            int(lengths.sum()),
+        )
+        starts = np.zeros(len(entries) + 1, np.int64)
+        np.cumsum(lengths, out=starts[1:])
+        lists = np.fromiter((g for g, _ in entries), np.int64, len(entries))
         V = max(len(vocabulary), 1)
-        keys, group_lo, group_hi, entry_lo, entry_hi, flat = [], [], [], [], [], []
-        for g, first in sorted(groups):
-            group_lo.append(len(entry_lo))
-            for ids in sorted(set(groups[g, first]), key=lambda e: (-len(e), e)):
-                entry_lo.append(len(flat))
-                flat.extend(ids)
-                entry_hi.append(len(flat))
-            group_hi.append(len(entry_lo))
-            keys.append(g * V + first)
+        first = flat[starts[:-1]] if len(entries) else np.zeros(0, np.int64)
+        key = lists * V + first
+        order = np.lexsort((-lengths, key))
+        keys, group_lo, counts = np.unique(key[order], return_index=True, return_counts=True)
         self.lists = (
-            np.array(keys, np.int64),
-            np.array(group_lo, np.int64),
-            np.array(group_hi, np.int64),
-            np.array(entry_lo, np.int64),
-            np.array(entry_hi, np.int64),
-            np.array(flat, np.int64),
+            keys,
+            group_lo.astype(np.int64),
+            (group_lo + counts).astype(np.int64),
+            starts[:-1][order],
+            starts[1:][order],
+            flat,
             np.array([lower for _, _, lower, _ in found], dtype=np.bool_),
             V,
         )
