@@ -22,7 +22,7 @@ and ``window_sums`` adds, for every token, the S of its neighbours and the rows 
 the cache (a token's hundred rows of a word table are scattered over megabytes).  Sums are in
 float64 (S stored in float32): the torch path's float32 sums agree to float rounding.
 
-``viterbi_path`` is ``chain_kernels.viterbi``'s recursion over potentials
+``viterbi_sums`` is ``chain_kernels.viterbi``'s recursion over potentials
 p_t(i, j) = node_t(j) + (edge_t(i, j) or trans(i, j)), the first maximum on ties.
 """
 
@@ -159,40 +159,10 @@ def potentials(sums, T, scoring, pot):  # pragma: no cover - jit
 
 
 @njit(cache=True, nogil=True)
-def viterbi_path(pot, T, alpha, nxt, bp, path):  # pragma: no cover - jit
-    """The best labeling path[:T] of potentials pot[:T] [T, L, L], the first maximum on ties."""
-    L = pot.shape[1]
-    for j in range(L):
-        alpha[j] = pot[0, 0, j]
-    for t in range(1, T):
-        for j in range(L):
-            best = alpha[0] + pot[t, 0, j]
-            arg = 0
-            for i in range(1, L):
-                c = alpha[i] + pot[t, i, j]
-                if c > best:
-                    best = c
-                    arg = i
-            nxt[j] = best
-            bp[t, j] = arg
-        for j in range(L):
-            alpha[j] = nxt[j]
-    y = 0
-    best = alpha[0]
-    for j in range(1, L):
-        if alpha[j] > best:
-            best = alpha[j]
-            y = j
-    path[T - 1] = y
-    for t in range(T - 1, 0, -1):
-        y = bp[t, y]
-        path[t - 1] = y
-
-
-@njit(cache=True, nogil=True)
 def viterbi_sums(sums, T, scoring, alpha, nxt, bp, path):  # pragma: no cover - jit
-    """``viterbi_path`` of the potentials of token sums [T, W] (``potentials``' ``scoring``),
-    read from the sums as the recursion goes instead of written out first."""
+    """The best labeling path[:T] of the potentials of token sums [T, W] (``potentials``'
+    ``scoring``), read from the sums as the recursion goes instead of written out first: the
+    recursion of ``chain_kernels.viterbi``, the first maximum on ties."""
     node_cols, edge_cols, trans, allowed, start = scoring
     L = len(node_cols)
     edges = len(edge_cols) > 0
@@ -222,18 +192,10 @@ def viterbi_sums(sums, T, scoring, alpha, nxt, bp, path):  # pragma: no cover - 
                     arg = i
             nxt[j] = best
             bp[t, j] = arg
-        for j in range(L):
-            alpha[j] = nxt[j]
-    y = 0
-    best = alpha[0]
-    for j in range(1, L):
-        if alpha[j] > best:
-            best = alpha[j]
-            y = j
-    path[T - 1] = y
+        alpha[:] = nxt
+    path[T - 1] = y = np.argmax(alpha)  # (the first maximum)
     for t in range(T - 1, 0, -1):
-        y = bp[t, y]
-        path[t - 1] = y
+        path[t - 1] = y = bp[t, y]
 
 
 @njit(cache=True, nogil=True)
