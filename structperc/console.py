@@ -1,5 +1,5 @@
-"""The console scripts ``structperc-train``, ``structperc-tag``, ``structperc-explain`` and
-``structperc-report`` (pyproject.toml).
+"""The console scripts ``structperc-train``, ``structperc-tag``, ``structperc-serve``,
+``structperc-explain`` and ``structperc-report`` (pyproject.toml).
 
 Each imports its entry point (``structperc.run``, ``structperc.predict``) inside
 ``cli.interrupts_cleanly``: importing torch takes seconds, and Ctrl-C meanwhile ends in one line
@@ -25,6 +25,14 @@ def tag() -> None:
     """``structperc-tag``: ``structperc.predict.main``."""
     with interrupts_cleanly("structperc-tag"):
         from structperc.predict import main
+
+        main()
+
+
+def serve() -> None:
+    """``structperc-serve``: ``structperc.serve.main``."""
+    with interrupts_cleanly("structperc-serve"):
+        from structperc.serve import main
 
         main()
 

@@ -26,8 +26,8 @@ import sys
 from structperc.cli import fail_cleanly, interrupts_cleanly, key_value_settings
 from structperc.data.conll import read_conll, read_utf8
 from structperc.data.text import read_text
+from structperc.inference.tagger import Tagger
 from structperc.io import refuse_overwriting_input, write_output_text
-from structperc.tagger import Tagger
 
 PROGRAM = "structperc-explain"
 USAGE = (

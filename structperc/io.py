@@ -137,6 +137,17 @@ def write_output_text(path: str | Path, text: str, encoding: str = "utf-8") -> N
     binary.flush()
 
 
+def write_output_pieces(path: str | Path, pieces: Iterable[str], encoding: str = "utf-8") -> None:
+    """The text the ``pieces`` make, written as they come: to standard output for ``"-"``
+    (flushed piece by piece), else atomically to ``path`` (``atomic_write_pieces``)."""
+    if str(path) != STDIO:
+        atomic_write_pieces(path, pieces, encoding)
+        return
+    for piece in pieces:
+        if piece:
+            write_output_text(path, piece, encoding)
+
+
 def atomic_write_json(path: str | Path, obj) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
 

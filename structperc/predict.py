@@ -1,50 +1,31 @@
-"""Tag a file with a trained model (``structperc-tag``).
+"""Tag a file with a trained model (``structperc-tag``): the command line of
+``inference.files.TagJob``, whose settings are ``conf/predict.yaml``'s.
 
     python -m structperc.predict model=RUN_DIR input=test.txt output=out.txt
     python -m structperc.predict model=RUN_DIR input=tokens.txt output=out.txt 'columns=[token]'
-    python -m structperc.predict model=RUN_DIR input=news.txt output=out.jsonl \\
-        input_format=text output_format=jsonl
     cat news.txt | structperc-tag model=RUN_DIR input=- output=- input_format=text \\
         output_format=jsonl > out.jsonl
 
-Input: CoNLL columns in the layout's order (with or without the gold tags), any other column
-layout through a column map (``columns=[token,_,_,ner]``, ``_`` skipping a column; gold tags in
-any scheme of ``data/schemes.py``, ``scheme``), or plain text (``input_format=text``: paragraphs
-are documents).  A model trained on a corpus of its own (``data=columns``) reads its input in
-that corpus's columns, encoding, separator, documents and scheme without any of these settings,
-and writes its output in them (``output_encoding`` another encoding; other input is read, and its
-output written, as UTF-8).  Output: the input columns and the predicted tag as the last one
-(``conll``), or one JSON line per document with its entities (``jsonl``: character offsets for
-text input, token offsets for column input; a plain tagging model's tokens and tags instead).
-Gold tags are scored as conlleval does, or, for a plain tagging model (POS tags), by token
-accuracy and each label's precision, recall and F1.  ``input=-`` reads standard input and
-``output=-`` writes standard output; the log goes to standard error, and so do the scores when
-the output is standard output.  With gold tags present it prints the scores.  Under ``torchrun``
-(``torchrun --standalone --nproc-per-node=N -m structperc.predict ...``) the documents are split
-into N consecutive blocks of about equal tokens, each rank tags one, and rank 0 writes the one
-output in the input's order.
+Input and output formats (CoNLL columns, a column map, the model's own corpus format, plain
+text; the columns with the prediction, or JSON lines of entities with character offsets) are
+``inference/formats.py``'s; text streams through, its output written as it is tagged.  With gold
+tags it prints conlleval's scores (a plain tagging model's: token accuracy), on standard error
+when the output is standard output, as the log is.  Under ``torchrun`` (``torchrun --standalone
+--nproc-per-node=N -m structperc.predict ...``) each rank tags a consecutive block of the
+documents and rank 0 writes the output in the input's order.
 
 Failures are one line on standard error: bad input, a bad model, an output that is the input or
 cannot be written print what is wrong, naming the file (and line), and exit with status 2; a
 missing ``model=``, ``input=`` or ``output=`` prints the usage line too; Ctrl-C prints
 ``structperc-tag: interrupted`` and exits with status 130 (``HYDRA_FULL_ERROR=1``: the
 tracebacks).  The output file is written whole or not at all (a temporary file renamed into
-place).  Plain text without words (an empty file or standard input, blank lines) gives an
-empty output; an empty CoNLL file is an error, as in training.
-
-Character offsets (``jsonl`` of text input) count characters of the input decoded from UTF-8, a
-leading byte-order mark dropped and the line ends kept as in the file (a CRLF is two characters):
-``open(path, encoding="utf-8-sig", newline="").read()[start:end]`` is the entity's text
-(``data/text.py``).
+place).  Plain text without words gives an empty output; an empty CoNLL file is an error.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
-import time
-from dataclasses import replace
 from pathlib import Path
 
 import hydra
@@ -60,142 +41,38 @@ from structperc.cli import (
     run_entry_point,
     usage_error,
 )
-from structperc.data.conll import check_encoding, read_conll, read_utf8, write_conll
-from structperc.data.tags import spans
-from structperc.data.text import entity_spans, read_text
-from structperc.distributed import SERIAL, Group, contiguous_shards
-from structperc.eval.chunks import evaluate
-from structperc.eval.tokens import token_scores
-from structperc.io import STDIO, refuse_overwriting_input, write_output_text
-from structperc.tagger import Tagger
-from structperc.tasks.loading import ColumnTagger
+from structperc.distributed import SERIAL, Group
+from structperc.inference.files import TagJob
+from structperc.io import STDIO
 
 log = logging.getLogger("structperc.predict")
 
-INPUT_FORMATS, OUTPUT_FORMATS = ("conll", "text"), ("conll", "jsonl")
 PROGRAM = "structperc-tag"
 USAGE = "model=RUN_DIR input=FILE|- output=FILE|- [key=value ...]  (--help: every setting)"
 REQUIRED = ("model", "input", "output")
 # the settings that are not text, and what they must be (``settings``)
-WHOLE_NUMBERS, SWITCHES, LISTS = ("batch_size", "n_test"), ("evaluate",), ("columns",)
+WHOLE_NUMBERS, SWITCHES, LISTS = (
+    ("batch_size", "n_test", "window", "threads"),
+    ("evaluate",),
+    ("columns",),
+)
 KINDS = {
     "batch_size": "a whole number",
     "n_test": "a whole number or null",
+    "window": "a whole number",
+    "threads": "a whole number",
     "evaluate": "true or false",
     "columns": "a list of column names, e.g. [token,_,ner]",
 }
 
 
-def tag_file(
-    model_dir: str | Path,
-    input_path: str | Path,
-    output_path: str | Path,
-    *,
-    layout: str | None = None,
-    documents: str | None = None,
-    columns: list[str] | None = None,
-    scheme: str | None = None,
-    input_format: str = "conll",
-    output_format: str = "conll",
-    batch_size: int = 16,
-    device: str = "cpu",
-    score: bool = True,
-    n_test: int | None = None,
-    constraints: str | None = None,
-    tagger: str | Path | None = None,
-    output_encoding: str | None = None,
-    group: Group = SERIAL,
-):
-    """Tag ``input_path`` into ``output_path``; returns the scores when gold tags exist (chunk
-    scores, or a plain tagging model's token scores).
-
-    ``layout``, ``columns``: how the input's columns are laid out (default: the column format
-    the model records, else ``conll2003``); ``documents``, ``scheme`` override the layout's.
-
-    ``tagger``: a tagchunk run folder that fills the POS and chunk columns the model needs and
-    the input lacks (a model trained with ``features.tags=auto`` carries its own).
-    ``output_encoding``: the output's (default: the input's, the model's corpus encoding where
-    its column format reads the input; UTF-8 otherwise and for ``jsonl``).
-    ``group``: the ranks sharing the work; each tags a consecutive block of the documents and
-    rank 0 alone writes (and returns the scores; the others return None).
-    ValueError, before anything is read, when ``output_path`` is the input file.
-    """
-    if input_format not in INPUT_FORMATS or output_format not in OUTPUT_FORMATS:
-        raise ValueError(
-            f"input_format must be one of {INPUT_FORMATS} and output_format one of "
-            f"{OUTPUT_FORMATS}, got {input_format!r}, {output_format!r}"
-        )
-    refuse_overwriting_input(input_path, output_path)
-    if output_encoding is not None:
-        output_encoding = check_encoding(output_encoding)
-    columns_from = ColumnTagger.load(tagger) if tagger is not None else None
-    tagger = Tagger.load(
-        model_dir,
-        n=n_test,
-        constraints=constraints,
-        column_tagger=columns_from,
-        batch_size=batch_size,
-        device=device,
-    )
-    paragraphs, text = None, ""
-    if input_format == "text":
-        text, source = read_utf8(input_path)
-        paragraphs = read_text(text, source=source)
-        docs = [p.document for p in paragraphs]
-        if not docs and group.is_main:
-            log.warning("%s: no words to tag: the output is empty", source)
-    fmt = tagger.corpus_format if layout is None and columns is None else None
-    if input_format == "text":
-        fmt = None  # (written as the layout's columns)
-    elif fmt is not None:  # the model's own corpus format
-        options = {"documents": documents, "scheme": scheme}
-        fmt = replace(fmt, **{k: v for k, v in options.items() if v is not None})
-        docs = fmt.read(input_path, optional_label=True)
-    else:
-        layout = layout or "conll2003"
-        docs = read_conll(input_path, layout, documents, columns=columns, scheme=scheme)
-    t0 = time.perf_counter()
-    block = contiguous_shards([len(d) for d in docs], group.world)[group.rank]
-    mine = tagger.tag_documents([docs[i] for i in block], progress=group.is_main)
-    parts = group.gather_objects(mine)
-    if parts is None:  # not rank 0: rank 0 writes
-        return None
-    pred = [p for part in parts for p in part]
-    n_tok = sum(len(d) for d in docs)
-    seconds = time.perf_counter() - t0
-    log.info(
-        "tagged %d documents, %d tokens in %.1fs on %d rank(s)",
-        len(docs),
-        n_tok,
-        seconds,
-        group.world,
-    )
-    if output_format == "jsonl":
-        lines = []
-        for k, (doc, tags) in enumerate(zip(docs, pred, strict=True)):
-            if tagger.plain:  # no entities: the tokens and their tags
-                line = {"source": doc.source, "tokens": doc.tokens, "tags": tags}
-                lines.append(json.dumps(line))
-                continue
-            if paragraphs is not None:
-                entities = entity_spans(text, paragraphs[k], tags)
-            else:
-                entities = [
-                    {"start": s, "end": e, "type": t, "text": " ".join(doc.tokens[s:e])}
-                    for s, e, t in spans(tags)
-                ]
-            lines.append(json.dumps({"source": doc.source, "entities": entities}))
-        text = "\n".join(lines) + "\n" if lines else ""
-        write_output_text(output_path, text, output_encoding or "utf-8")
-    elif fmt is not None:  # in the corpus's encoding, unless told another
-        replace(fmt, encoding=output_encoding or fmt.encoding).write(output_path, docs, pred)
-    else:
-        write_conll(output_path, docs, pred, encoding=output_encoding or "utf-8")
-    if score and docs and all(d.tags is not None for d in docs):
-        if tagger.plain:
-            return token_scores([d.tags for d in docs], pred)
-        return evaluate([d.tags for d in docs], pred, [d.sentence_starts for d in docs])
-    return None
+def tag_file(model_dir: str | Path, input_path: str | Path, output_path: str | Path, **settings):
+    """Tag ``input_path`` into ``output_path`` with the model of ``model_dir``: ``settings`` are
+    ``conf/predict.yaml``'s other keys (``inference.files.TagJob``); the scores where the input
+    has gold tags, else None."""
+    return TagJob.of(
+        {**settings, "model": model_dir, "input": input_path, "output": output_path}
+    ).run()
 
 
 def check_arguments(args: list[str]) -> None:
@@ -254,25 +131,7 @@ def tag_main(cfg: DictConfig) -> None:
     try:
         s = settings(cfg)
         group = Group.from_environment("auto", s["device"])
-        scores = tag_file(
-            s["model"],
-            s["input"],
-            s["output"],
-            layout=s["layout"],
-            documents=s["documents"],
-            columns=s["columns"],
-            scheme=s["scheme"],
-            input_format=s["input_format"],
-            output_format=s["output_format"],
-            batch_size=s["batch_size"],
-            device=group.device_of(s["device"]),
-            score=s["evaluate"],
-            n_test=s["n_test"],
-            constraints=s["constraints"],
-            tagger=s["tagger"],
-            output_encoding=s["output_encoding"],
-            group=group,
-        )
+        scores = TagJob.of({**s, "device": group.device_of(s["device"])}).run(group)
     except (ValueError, OSError) as err:
         fail_cleanly(PROGRAM, err)
     finally:

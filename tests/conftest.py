@@ -105,6 +105,16 @@ def column_model(tmp_path_factory, synthetic_dir) -> Path:
 
 
 @pytest.fixture(scope="session")
+def nonlocal_model(tmp_path_factory, synthetic_dir) -> Path:
+    """A small model with non-local features (the main job's structure), n' = 8."""
+    from hydra_runs import trained_run
+
+    overrides = ["+experiment=conll03_nonlocal", "features.gazetteer=none"]
+    overrides += ["trainer.max_epochs=2", "learner.n=5", "learner.bpm_runs=2", "decoder.n_test=8"]
+    return trained_run(tmp_path_factory, synthetic_dir, "nonlocal", overrides)
+
+
+@pytest.fixture(scope="session")
 def synthetic_tagger(tmp_path_factory) -> Path:
     """A column tagger (``+experiment=conll00_tagchunk``, 1 epoch) trained on synthetic
     CoNLL-2000 sentences: a run folder with ``pos/`` and ``chunk/`` models, in seconds."""

@@ -151,9 +151,16 @@ LAYERS = [  # lower layers never import higher ones
     {"structperc.structures"},
     {"structperc.learn", "structperc.explain"},
     {"structperc.train", "structperc.crf", "structperc.rerank", "structperc.native"},
+    {"structperc.inference"},
     {"structperc.tasks", "structperc.sklearn"},
-    {"structperc.tagger", "structperc.explainer"},
-    {"structperc.run", "structperc.predict", "structperc.explaining", "structperc.report"},
+    {
+        "structperc.run",
+        "structperc.predict",
+        "structperc.serve",
+        "structperc.explaining",
+        "structperc.report",
+        "structperc.tagger",
+    },
     {CONSOLE},
 ]
 
@@ -235,3 +242,13 @@ def test_the_diagram_check_sees_a_missing_arrow():
     assert drawn == {("a", "b"), ("b", "c")}
     assert ("a", "c") in closure(drawn)
     assert {("c", "a")} - closure(drawn) == {("c", "a")}
+
+
+def test_no_compiled_kernel_calls_another_modules(graph):
+    """numba's cache of a compiled function is keyed by its own file: a kernel calling one of
+    another module would keep a stale copy of it when only that module changes (and crash on a
+    changed signature).  So the kernel modules of native/ import none of each other."""
+    kernels = [m for m in graph if m.startswith("structperc.native.") and m.endswith("_kernels")]
+    assert len(kernels) >= 6
+    for module in kernels:
+        assert not [m for m in graph[module] if m in kernels], module

@@ -150,6 +150,28 @@ def _pos_section(bench, common: dict) -> dict:
     }
 
 
+def _tagging_section(bench, common: dict) -> dict:
+    """Section 11 as ``tagging_bench.run`` writes it: every case before and after."""
+
+    def row(seconds: float, tokens: int = 1000, sha: str = "x") -> dict:
+        finished = {"status": 0, "tokens": tokens, "seconds": seconds, "output_sha256": sha}
+        run = {**finished, "peak_mb": 500.0, "stopped_over_mb": None, "error": None}
+        run["load_start"] = 0.5
+        return {**finished, "runs": [run], "tokens_per_second": tokens / seconds, "peak_mb": 500.0}
+
+    stopped = {"seconds": 9.0, "status": -9, "stopped_over_mb": 6000, "error": "killed",
+               "runs": [{"seconds": 9.0, "load_start": 0.5}]}  # fmt: skip
+    cases = {case: {"before": row(10.0), "after": row(1.0)} for case in bench.tagging_bench.CASES}
+    cases["names_1m"]["before"] = stopped
+    cases["names_100k"]["after"]["agreement"] = 99.5
+    cases["names_100k"]["exact"] = row(2.0)
+    return {
+        "config": {**common, **bench.tagging_bench.QUICK},
+        "base_commit": bench.tagging_bench.BASE_COMMIT,
+        "cases": cases,
+    }
+
+
 def _results(bench) -> dict:
     rounds = [{"structperc": _perceptron_worker("structperc", 1.0)}]
     rounds[0]["crfsuite"] = _perceptron_worker("crfsuite", 2.0)
@@ -342,6 +364,7 @@ def _results(bench) -> dict:
                 "loadavg_start": [0.5, 0.5, 0.5],
                 "loadavg_end": [0.5, 0.5, 0.5],
             },
+            "tagging": _tagging_section(bench, common),
         },
     }
     return json.loads(json.dumps(results))  # as read back from results.json

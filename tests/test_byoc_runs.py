@@ -15,8 +15,8 @@ from hydra_runs import compose_config, run_main, tag_cli, trained_run
 from structperc.data.column_corpus import ColumnFormat
 from structperc.data.synthetic import make_corpus
 from structperc.eval.tokens import TokenScores
+from structperc.inference.tagger import Tagger
 from structperc.predict import tag_file
-from structperc.tagger import Tagger
 
 TYPES = {"PER": "PERS", "LOC": "LUG", "ORG": "ORGANIZACION", "MISC": "OTROS"}
 FORMAT = ColumnFormat(

@@ -241,7 +241,7 @@ def test_the_face_explains_its_weights_as_eli5_does(face):
 def test_a_saved_model_explains_text_and_files(token_model, tmp_path):
     from hydra_runs import console
 
-    from structperc.tagger import Tagger
+    from structperc.inference.tagger import Tagger
 
     tagger = Tagger.load(token_model)
     explained = tagger.explain(["Anna", "Weber", "visited", "Paris", "."])

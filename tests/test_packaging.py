@@ -55,6 +55,7 @@ def test_the_installed_console_scripts_show_their_help(tmp_path):
     assert set(scripts) == {
         "structperc-train",
         "structperc-tag",
+        "structperc-serve",
         "structperc-explain",
         "structperc-report",
     }

@@ -17,8 +17,8 @@ from hydra_runs import ROOT, console, one_line_failure, tag_cli, without_full_er
 
 from structperc.data.conll import read_conll
 from structperc.data.text import read_text
+from structperc.inference.tagger import Tagger
 from structperc.predict import tag_file
-from structperc.tagger import Tagger
 
 USAGE = "usage: structperc-tag model=RUN_DIR input=FILE|- output=FILE|- [key=value ...]"
 TEXT = ["input_format=text", "output_format=jsonl"]
@@ -257,7 +257,7 @@ def assert_interrupted(done: subprocess.CompletedProcess, program: str) -> None:
 
 SIGINT_SELF = "os.kill(os.getpid(), signal.SIGINT); time.sleep(2)"
 WHILE_TAGGING = f"""
-from structperc.tagger import Tagger
+from structperc.inference.tagger import Tagger
 Tagger.tag_documents = lambda self, docs, progress=False: {SIGINT_SELF}
 from structperc.predict import main
 """

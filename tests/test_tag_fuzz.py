@@ -14,7 +14,7 @@ from hydra_runs import tag_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from structperc.tagger import Tagger
+from structperc.inference.tagger import Tagger
 
 WORDS = ["John", "Smith", "lives", "in", "Paris", ".", "EU", "said", "1996", "Acme", "Corp", ","]
 ODD = ["\u00a0", "\u200b", "\ufeff", "\x00", "\r", "\r\n", "\t", "é", "日本", "\U0001f600", "-"]

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from hydra_runs import trained_run
 
 from structperc.data.conll import read_conll
 from structperc.data.document import Document
@@ -22,13 +21,15 @@ from structperc.features import document as document_features
 from structperc.features import pipeline
 from structperc.features.extract import doc_index
 from structperc.features.pipeline import LocalFeatures
+from structperc.inference import column_tagger
+from structperc.inference.column_tagger import ColumnTagger
+from structperc.inference.loading import structure_from_model
+from structperc.inference.tagger import Tagger
 from structperc.model import compact_table
 from structperc.model.batch import length_sorted_batches
 from structperc.model.files import load_model
 from structperc.structures import rescoring
-from structperc.tagger import Tagger
-from structperc.tasks import loading
-from structperc.tasks.loading import ColumnTagger, structure_from_model
+from structperc.structures.chain import ChainData
 
 TOKEN_ATTRIBUTES = ["w", "wl", "p1", "p2", "p3", "s1", "s2", "s3", "ic", "ac", "l", "cp"]
 
@@ -42,14 +43,6 @@ def one_long_document(n_docs: int, seed: int = 3) -> Document:
         for name in columns:
             columns[name] += d.columns[name]
     return Document(tokens=tokens, columns=columns, sentence_starts=starts, source="long")
-
-
-@pytest.fixture(scope="module")
-def nonlocal_model(tmp_path_factory, synthetic_dir) -> Path:
-    """A small model with non-local features (the main job's structure), n' = 8."""
-    overrides = ["+experiment=conll03_nonlocal", "features.gazetteer=none"]
-    overrides += ["trainer.max_epochs=2", "learner.n=5", "learner.bpm_runs=2", "decoder.n_test=8"]
-    return trained_run(tmp_path_factory, synthetic_dir, "nonlocal", overrides)
 
 
 def models(token_model, column_model, nonlocal_model, synthetic_tagger) -> list[Path]:
@@ -95,7 +88,7 @@ def test_predictions_with_compact_tables_are_the_full_tables(
     for path in (token_model, nonlocal_model):
         weights, features, info = load_model(path)  # the tables training wrote, in full
         full = structure_from_model(weights, info)
-        data = loading.ChainData(features.transform(docs), documents=docs)
+        data = ChainData(features.transform(docs), documents=docs)
         expected = [[weights.labels[i] for i in p] for p in full.predict(data)]
         expected = [valid_iob2(t, d.sentence_spans()) for d, t in zip(docs, expected, strict=True)]
         assert Tagger.load(path).tag_documents(docs) == expected
@@ -158,7 +151,7 @@ def test_the_non_local_model_decodes_long_input_in_small_pieces_with_the_same_la
     nonlocal_model, synthetic_dir, monkeypatch
 ):
     docs = [*read_conll(synthetic_dir / "conll2003" / "test.txt"), one_long_document(20)]
-    tagger = Tagger.load(nonlocal_model)
+    tagger = Tagger.load(nonlocal_model, compiled=False)  # the torch path's pieces
     expected = tagger.tag_documents(docs)
     seen = []
     batched = nbest_module.nbest_batched
@@ -189,6 +182,6 @@ def test_the_column_tagger_tags_groups_of_sentences_as_all_at_once(synthetic_tag
     for d in docs:
         d.columns = {}
     expected = ColumnTagger.load(synthetic_tagger).fill(docs)
-    monkeypatch.setattr(loading, "FILL_SENTENCES", 3)
+    monkeypatch.setattr(column_tagger, "FILL_SENTENCES", 3)
     got = ColumnTagger.load(synthetic_tagger, batch_size=2).fill(docs)
     assert [d.columns for d in got] == [d.columns for d in expected]

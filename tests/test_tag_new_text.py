@@ -13,7 +13,7 @@ from hydra_runs import trained_run as _trained
 
 from structperc.data.conll import read_conll
 from structperc.data.tags import valid_iob2
-from structperc.tagger import MissingColumns, Tagger
+from structperc.inference.tagger import MissingColumns, Tagger
 
 
 def test_the_api_tags_tokens_like_the_file_tagger(token_model, synthetic_dir):
@@ -174,7 +174,7 @@ def tagchunk_run(tmp_path_factory, synthetic_dir) -> Path:
 
 @pytest.mark.realdata
 def test_the_column_tagger_fills_pos_and_chunk_columns(tagchunk_run, synthetic_dir):
-    from structperc.tasks.loading import ColumnTagger
+    from structperc.inference.column_tagger import ColumnTagger
 
     r = json.loads((tagchunk_run / "results.json").read_text())
     assert r["test"]["pos_accuracy"] > 70 and r["test"]["chunk_f1"] > 50, r["test"]
@@ -217,7 +217,7 @@ def test_a_second_run_that_changes_only_the_chunker_reuses_the_fold_taggers_colu
 @pytest.mark.realdata
 def test_the_column_tagger_reads_brackets_and_quotes_as_the_treebank_writes_them(tagchunk_run):
     from structperc.data import Document
-    from structperc.tasks.loading import ColumnTagger
+    from structperc.inference.column_tagger import ColumnTagger
 
     raw = ["He", "said", "(", "in", "Bonn", ")", '"', "no", '"', "."]
     penn = ["He", "said", "-LRB-", "in", "Bonn", "-RRB-", "``", "no", "''", "."]
@@ -230,7 +230,7 @@ def test_the_column_tagger_reads_brackets_and_quotes_as_the_treebank_writes_them
 def test_the_column_tagger_gives_its_chains_one_sentence_at_a_time(monkeypatch):
     """The chains learned from sentences: a document's sentences are tagged apart and joined."""
     from structperc.data import Document
-    from structperc.tasks import loading
+    from structperc.inference import column_tagger as loading
 
     seen = []
 
@@ -259,7 +259,7 @@ def test_the_column_tagger_gives_its_chains_one_sentence_at_a_time(monkeypatch):
 @pytest.mark.realdata
 def test_the_final_fit_trains_on_every_sentence(tmp_path_factory, synthetic_dir):
     from structperc.data.loading import resolve_data_dir
-    from structperc.tasks.loading import ColumnTagger
+    from structperc.inference.column_tagger import ColumnTagger
 
     real = resolve_data_dir(None)
     if real is None or not (real / "conll2000" / "train.txt").is_file():

@@ -16,7 +16,7 @@ import pytest
 from hydra_runs import ROOT, console, one_line_failure, tag_cli, trained_run
 
 from structperc.data.conll import read_conll
-from structperc.tagger import Tagger
+from structperc.inference.tagger import Tagger
 
 TEXT = ["input_format=text", "output_format=jsonl"]
 README = (ROOT / "README.md").read_text()

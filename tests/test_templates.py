@@ -345,7 +345,7 @@ def test_a_run_from_config_alone_trains_saves_and_tags_with_its_templates(tmp_pa
 
 
 def test_tagging_input_without_a_templates_column_is_a_one_line_error():
-    from structperc.tagger import MissingColumns, Tagger
+    from structperc.inference.tagger import MissingColumns, Tagger
 
     features = LocalFeatures(gazetteer="none", templates=["lemma[0]"]).fit(
         [doc(["a", "b"], lemma=["a", "b"])]

@@ -64,13 +64,15 @@ def test_a_runs_prediction_file_holds_valid_iob2(tmp_path):
     assert [row[-1] for row in lines] == WRITTEN
 
 
-def test_structperc_tag_output_reads_back_with_scheme_auto(token_model, tmp_path, caplog):
+def test_structperc_tag_output_reads_back_with_scheme_auto(
+    token_model, tmp_path, caplog, monkeypatch
+):
     """The tagger's predictions, forced invalid at a chunk's start, are written valid in conll
     and as the same chunks in jsonl; the conll output trains with data.scheme=auto."""
+    from structperc.inference.tagger import Tagger
     from structperc.predict import tag_file
-    from structperc.tagger import Tagger
 
-    tagger = Tagger.load(token_model)
+    tagger = Tagger.load(token_model, compiled=False)  # (its structure's predict is replaced)
     raw = tagger.structure.predict
 
     def invalid_starts(data, *args, **kwargs):  # every B-X decoded as I-X: what no constraint
@@ -85,14 +87,8 @@ def test_structperc_tag_output_reads_back_with_scheme_auto(token_model, tmp_path
     for fmt in ("conll", "jsonl"):
         out = tmp_path / f"out.{fmt}"
         tagger.structure.predict = invalid_starts
-        try:
-            import structperc.predict as predict
-
-            real_load = predict.Tagger.load
-            predict.Tagger.load = classmethod(lambda cls, *a, **k: tagger)
-            tag_file(token_model, text, out, input_format="text", output_format=fmt)
-        finally:
-            predict.Tagger.load = real_load
+        monkeypatch.setattr(Tagger, "load", classmethod(lambda cls, *a, **k: tagger))
+        tag_file(token_model, text, out, input_format="text", output_format=fmt)
         outputs[fmt] = out
     rows = [ln.split() for ln in outputs["conll"].read_text().splitlines() if ln.strip()]
     tags = [r[-1] for r in rows]

@@ -37,6 +37,9 @@ Sections, in order (each a module beside this file, its workers in fresh process
     ``sklearn_crfsuite.CRF`` and ``structperc.sklearn.CRF`` (lbfgs, l2sgd, ap, and pa, arow
    where structperc has them): fit seconds with 1 and 2 processes, entity F1, predict and
    predict_marginals throughput, non-zero weights.
+11. ``tagging`` (``tagging_bench.py``): ``structperc-tag`` end to end with the main job's model
+    on Reuters text, lines of repeated names and CoNLL-2003 test, the code before the compiled
+    tagging path against this checkout's: tokens/s and peak memory.
 
 Every timing is set beside a peer measured in the same script where one exists (CRFsuite), as
 a ratio of medians over repeats.  The settings (``DEFAULTS`` of each section) are sized for about
@@ -72,6 +75,7 @@ import proposed_bench
 import rerank_bench
 import scoring_bench
 import sklearn_bench
+import tagging_bench
 import templates_bench
 from common import HERE, base_config, chosen, corpus_info, load_corpus, log, public_config
 from common import machine_info as _machine_info
@@ -88,6 +92,7 @@ SECTIONS = {
     "scoring": scoring_bench,
     "templates": templates_bench,
     "sklearn": sklearn_bench,
+    "tagging": tagging_bench,
 }
 NEEDS_SHARED_MODEL = ("crf", "nbest", "proposed", "rerank")
 SCHEMA = 2

@@ -2,7 +2,7 @@
 
 The model is trained once (n = 20); at test time its prediction is the argmax of Φ^a·α over the
 n'-best labelings of the local model (``structperc.structures.rescoring.DocumentRescoring``, as
-``structperc.tasks.loading.load_tagger`` loads it with ``n=n'``).  This script decodes dev and
+``structperc.inference.loading.load_tagger`` loads it with ``n=n'``).  This script decodes dev and
 test with every n' asked for, times each pass, writes ``table3.json`` beside the model's
 ``results.json`` and regenerates the README table between
 ``<!-- table3:begin -->`` and ``<!-- table3:end -->``:
@@ -13,7 +13,7 @@ test with every n' asked for, times each pass, writes ``table3.json`` beside the
 
 A model trained on a tagger's POS and chunk columns (``features.tags=auto``) decodes the corpus
 with those columns filled by the same tagger (the run folder's ``tagger/``, else
-``features.tagger``), as ``structperc.tagger.Tagger`` does; ``--section`` names the README
+``features.tagger``), as ``structperc.inference.tagger.Tagger`` does; ``--section`` names the README
 section (default ``table3``).
 """
 
@@ -28,10 +28,11 @@ import torch
 
 from structperc.data.loading import load_corpus
 from structperc.eval.chunks import evaluate
+from structperc.inference.column_tagger import ColumnTagger
+from structperc.inference.loading import structure_from_model
 from structperc.model.files import load_model
 from structperc.structures.chain import ChainData
 from structperc.structures.rescoring import DocumentRescoring
-from structperc.tasks.loading import ColumnTagger, structure_from_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import sections  # noqa: E402

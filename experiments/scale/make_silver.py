@@ -137,7 +137,7 @@ def main() -> None:
     parser.add_argument("--piece", type=int, default=2000, help="paragraphs tagged at a time")
     parser.add_argument("--sizes", default=",".join(SIZES))
     args = parser.parse_args()
-    from structperc.tagger import Tagger
+    from structperc.inference.tagger import Tagger
 
     args.out.mkdir(parents=True, exist_ok=True)
     tagger = Tagger.load(args.model)

@@ -113,8 +113,8 @@ def case_command(case: str, tmp: Path, model: Path, tagger: Path, code: Path):
     if case == "entities_empty":
         text = ""
         code_ = (
-            "from structperc.tagger import Tagger; "
-            "from structperc.tasks.loading import ColumnTagger; "
+            "from structperc.inference.tagger import Tagger; "
+            "from structperc.inference.loading import ColumnTagger; "
             f"columns = ColumnTagger.load({str(tagger)!r}); "
             f"tagger = Tagger.load({str(model)!r}, column_tagger=columns); "
             f"print(tagger.entities({text!r}))"

@@ -23,7 +23,7 @@ import torch
 
 from structperc.data.loading import load_corpus, require_data_dir
 from structperc.eval.chunks import evaluate
-from structperc.tasks.loading import ColumnTagger
+from structperc.inference.column_tagger import ColumnTagger
 
 
 def all_capitals(words: list[str]) -> bool:

@@ -29,9 +29,9 @@ from structperc.data.document import Document
 from structperc.data.loading import load_corpus, require_data_dir
 from structperc.data.tags import iobes_to_iob2
 from structperc.eval.chunks import evaluate
+from structperc.inference.loading import load_tagger
 from structperc.model.batch import make_batch
 from structperc.structures.chain import ChainData
-from structperc.tasks.loading import load_tagger
 from structperc.tasks.tagchunk import split_dev
 
 WEIGHTS = [1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, math.inf]

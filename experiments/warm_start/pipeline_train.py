@@ -142,7 +142,7 @@ def score_on_a(run: Path) -> None:
     from structperc.data.loading import load_corpus
     from structperc.data.tags import iobes_to_iob2, spans
     from structperc.eval.chunks import evaluate
-    from structperc.tasks.loading import load_tagger, predict_labels
+    from structperc.inference.loading import load_tagger, predict_labels
     from structperc.tasks.report import chunk_scores
 
     train = load_corpus("conll2003", data_folder())["train"]

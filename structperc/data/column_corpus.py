@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from structperc.io import write_output_pieces
+
 from .conll import (
     DOCSTART,
     DOCUMENT_MODES,
@@ -34,9 +36,9 @@ from .conll import (
     check_column_map,
     check_encoding,
     convert_tags,
+    document_text,
     read_conll,
     token_line,
-    write_conll,
 )
 from .document import Document
 from .loading import resolve_data_dir
@@ -127,20 +129,27 @@ class ColumnFormat:
         """``docs`` in this layout (skipped columns as ``_``), their tags and ``predictions``
         (IOB2) written back in the corpus's scheme and encoding, the prediction as a last
         column."""
+        pieces = (
+            self.document_text(d, None if predictions is None else predictions[k])
+            for k, d in enumerate(docs)
+        )
+        if predictions is not None and len(predictions) != len(docs):
+            raise ValueError(f"got {len(predictions)} predictions for {len(docs)} documents")
+        write_output_pieces(path, pieces, self.encoding)
+
+    def document_text(self, doc: Document, prediction: Sequence[str] | None = None) -> str:
+        """One document's lines in this layout (``write``'s), its tags and ``prediction``
+        (IOB2) in the corpus's scheme."""
         scheme = self.scheme if self.scheme != AUTO else "iob2"
-        back = [replace(d) for d in docs]
-        for d in back:
-            if d.tags is not None:
-                d.tags = in_scheme(d, d.tags, scheme)
-            d.columns = {
-                k: in_scheme(d, v, self.tag_columns[k]) if k in self.tag_columns else v
-                for k, v in d.columns.items()
-            }
-        pred = None
-        if predictions is not None:
-            pred = [in_scheme(d, p, scheme) for d, p in zip(docs, predictions, strict=True)]
-        write_conll(
-            path,
+        back = replace(doc)
+        if back.tags is not None:
+            back.tags = in_scheme(doc, doc.tags, scheme)
+        back.columns = {
+            k: in_scheme(doc, v, self.tag_columns[k]) if k in self.tag_columns else v
+            for k, v in doc.columns.items()
+        }
+        pred = None if prediction is None else in_scheme(doc, prediction, scheme)
+        return document_text(
             back,
             pred,
             docstart=self.boundary is not None,
@@ -148,7 +157,6 @@ class ColumnFormat:
             label=self.label,
             separator="\t" if self.separator == "tab" else " ",
             boundary=self.boundary or DOCSTART,
-            encoding=self.encoding,
         )
 
     def to_json(self) -> dict:

@@ -35,7 +35,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
-from structperc.io import STDIO, atomic_write_pieces, read_input_bytes, write_output_text
+from structperc.io import read_input_bytes, write_output_pieces
 
 from .document import Document
 from .schemes import CHUNK_SCHEMES, PLAIN, SchemeError, scheme_name, to_iob2
@@ -668,24 +668,21 @@ def write_conll(
     def pieces() -> Iterator[str]:  # one document's lines at a time
         for k, doc in enumerate(documents):
             prediction = None if predictions is None else predictions[k]
-            yield _doc_text(doc, prediction, docstart, layout, label, separator, boundary)
+            yield document_text(doc, prediction, docstart, layout, label, separator, boundary)
 
-    if str(path) == STDIO:
-        write_output_text(path, "".join(pieces()), encoding)
-    else:
-        atomic_write_pieces(path, pieces(), encoding)
+    write_output_pieces(path, pieces(), encoding)
 
 
-def _doc_text(
+def document_text(
     doc: Document,
     prediction: Sequence[str] | None,
     docstart: bool,
-    layout: Sequence[str] | None,
-    label: str | None,
-    separator: str,
-    boundary: str,
+    layout: Sequence[str] | None = None,
+    label: str | None = None,
+    separator: str = " ",
+    boundary: str = DOCSTART,
 ) -> str:
-    """One document's lines (``write_conll``'s)."""
+    """One document's lines as ``write_conll`` writes them (its settings)."""
     rows = _doc_rows(doc, prediction, layout, label)
     chunks = []
     if docstart and boundary != DOCSTART:

@@ -1,8 +1,10 @@
 """Plain text as documents, and entities back to character offsets.
 
-Paragraphs (text between blank lines) are documents; syntok (Florian Leitner's rule-based
-segmenter and tokenizer, pure Python, no model or data to download) splits them into sentences
-and tokens, and gives each token its character offset in the text.  ``read_text`` keeps those
+Paragraphs (text between blank lines) are documents; syntok's rules (Florian Leitner's
+rule-based segmenter and tokenizer, no model or data to download) split them into sentences and
+tokens, and give each token its character offset in the text: its tokenizer, run once per
+distinct chunk of text (``data/tokenization.py``), and its segmentation rules, decided where a
+boundary can fall (``data/sentences.py``).  ``read_text`` keeps those
 offsets beside the documents, so ``entity_spans`` turns a document's IOB2 tags into entities of
 the original text: ``{"start", "end", "type", "text"}`` with ``text[start:end]`` the entity.
 
@@ -16,15 +18,13 @@ from UTF-8 with a leading byte-order mark dropped and the line ends kept, so tha
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-import syntok.segmenter as segmenter
-
 from structperc.data.document import Document
+from structperc.data.sentences import sentence_starts
 from structperc.data.tags import spans
-
-_LONE_CR = re.compile(r"\r(?!\n)")  # an old Mac line end, which syntok does not read as one
+from structperc.data.tokenization import LONE_CR, ChunkTokenizer, paragraphs
 
 
 @dataclass
@@ -35,28 +35,26 @@ class TextDocument:
     offsets: list[tuple[int, int]]
 
 
-def read_text(text: str, source: str = "<text>") -> list[TextDocument]:
+def read_text(
+    text: str, source: str = "<text>", tokenizer: ChunkTokenizer | None = None
+) -> list[TextDocument]:
     """The paragraphs of ``text`` as documents (sentences marked), with token offsets; no
-    paragraphs for a text without words (empty, blank lines, a zero-width space)."""
-    text = _LONE_CR.sub("\n", text)  # one character for one: the offsets stay the text's
+    paragraphs for a text without words (empty, blank lines, a zero-width space).
+    ``tokenizer``: one that keeps its chunks across calls (a stream of texts)."""
+    tokenizer = tokenizer or ChunkTokenizer()
+    text = LONE_CR.sub("\n", text)  # one character for one: the offsets stay the text's
     out = []
-    for paragraph in segmenter.analyze(text):
-        tokens: list[str] = []
-        offsets: list[tuple[int, int]] = []
-        starts: list[int] = []
-        for sentence in paragraph:
-            if not any(token.value for token in sentence):
-                continue
-            starts.append(len(tokens))
-            for token in sentence:
-                if not token.value:  # syntok's empty token after a last word without a stop
-                    continue
-                tokens.append(token.value)
-                offsets.append((token.offset, token.offset + len(token.value)))
-        if tokens:
-            line = text.count("\n", 0, offsets[0][0]) + 1
-            doc = Document(tokens=tokens, sentence_starts=starts, source=f"{source}:{line}")
-            out.append(TextDocument(doc, offsets))
+    line, counted = 1, 0  # the line of offset ``counted``
+    for offset, paragraph in paragraphs(text):
+        tokens = tokenizer.tokenize(paragraph, offset)
+        if not len(tokens):
+            continue
+        starts = sentence_starts(tokens.values, tokens.starts, tokens.spaced)
+        line += text.count("\n", counted, tokens.starts[0])
+        counted = tokens.starts[0]
+        offsets = [(s, s + len(v)) for s, v in zip(tokens.starts, tokens.values, strict=True)]
+        doc = Document(tokens=tokens.values, sentence_starts=starts, source=f"{source}:{line}")
+        out.append(TextDocument(doc, offsets))
     return out
 
 
@@ -67,3 +65,56 @@ def entity_spans(text: str, doc: TextDocument, tags: list[str]) -> list[dict]:
         start, stop = doc.offsets[first][0], doc.offsets[end - 1][1]
         out.append({"start": start, "end": stop, "type": kind, "text": text[start:stop]})
     return out
+
+
+# the longest run of a paragraph read at once (about 20,000 tokens of newswire): a longer
+# paragraph comes in pieces cut at whitespace, so reading takes a bounded memory
+PIECE_CHARS = 1 << 17
+
+
+@dataclass
+class TextPiece:
+    """A paragraph of a text being read, or a piece of a long one.
+
+    text: the piece as written (its character offsets start at ``offset`` in the whole text);
+    line: the line of the text it starts on; opens, closes: whether it starts, ends its
+    paragraph.
+    """
+
+    text: str
+    offset: int
+    line: int
+    opens: bool
+    closes: bool
+
+
+def text_pieces(lines: Iterable[str], piece_chars: int = PIECE_CHARS) -> Iterator[TextPiece]:
+    """The paragraphs of a text given as its lines (line ends kept, a lone CR ending a line as
+    ``read_text`` reads it), in pieces of at most ``piece_chars`` characters cut at whitespace
+    (a run without whitespace that long is cut where it is); blank paragraphs too (the caller
+    finds no tokens in them)."""
+    parts: list[str] = []  # the current paragraph's lines not yet given out
+    size = offset = start = 0  # chars in parts; of the text read; where parts start
+    line = first_line = 1
+    opens = True
+    for text in lines:
+        blank = not text.strip() and text[-1:] in ("\n", "\r")
+        if blank and parts:  # a blank line ends the paragraph (syntok's separator)
+            yield TextPiece("".join(parts), start, first_line, opens, True)
+            parts, size, opens = [], 0, True
+        if not blank:
+            if not parts:
+                start, first_line = offset, line
+            parts.append(text)
+            size += len(text)
+            while size > piece_chars:  # a long paragraph: its piece up to the last whitespace
+                joined = "".join(parts)
+                cut = max(joined.rfind(" ", 0, piece_chars), joined.rfind("\n", 0, piece_chars))
+                cut = cut + 1 if cut > 0 else piece_chars
+                yield TextPiece(joined[:cut], start, first_line, opens, False)
+                first_line += joined.count("\n", 0, cut)
+                parts, size, start, opens = [joined[cut:]], len(joined) - cut, start + cut, False
+        offset += len(text)
+        line += text.endswith(("\n", "\r"))
+    if parts:
+        yield TextPiece("".join(parts), start, first_line, opens, True)

@@ -7,6 +7,6 @@
     ranking.py        a reranker's winner against its runner-up candidate
     weights.py        top features per label and label pair, transitions, non-local families
 
-A saved tagging model is explained by ``structperc.explainer`` (``Tagger.explain``), the
+A saved tagging model is explained by ``structperc.inference.explainer`` (``Tagger.explain``), the
 scikit-learn face by ``CRF.explain_weights`` and ``CRF.explain_prediction``.
 """

@@ -14,7 +14,7 @@ every row, so its sum is the +0.0 the full table gives.  A lookup costs one gath
 (and a scatter of the columns, where some were left out) more than the full table's.
 
 Training needs the full tables (updates write into them): ``model.files.load_model`` builds a
-``CompactTable`` only when asked (``compact=True``, what ``tasks.loading.load_tagger`` asks).
+``CompactTable`` only when asked (``compact=True``, what ``inference.loading.load_tagger`` asks).
 """
 
 from __future__ import annotations

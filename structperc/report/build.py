@@ -37,7 +37,7 @@ def model_weights(run: RunFolder, top: int):
     """(the run's ``Tagger`` or None, its ``explain_weights`` or None) where it saved a model."""
     if not run.has_model:
         return None, None
-    from structperc.tagger import Tagger
+    from structperc.inference.tagger import Tagger
 
     tagger = Tagger.load(run.path)
     return tagger, tagger.explain_weights(top)

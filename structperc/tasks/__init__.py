@@ -20,8 +20,7 @@ What they share, through functions (no task calls another's driver):
                    ``EpochReporter``), and the training loop's names for the tasks
     report.py      what they write after training: results.json, conlleval's scores
     labeler.py     a sequence labeler trained, scored and saved (tagging, tagchunk's chains)
-    structure.py   ``structure_for``: a labeler's structure, for training and for loading
-    loading.py     trained labelers back from their folders, and the column tagger
+    structure.py   ``labeler_structure``: a new labeler's structure and weights
     warm_start.py  a saved labeler continued on new data (``trainer.init_from``)
     pos_np.py      the joint and cascade tasks' measures, names and prediction file
     jackknife.py   the rerank task's first models, one fold of the jackknife a job, their lists

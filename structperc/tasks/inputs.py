@@ -21,8 +21,9 @@ from structperc.data.document import Document, runs_of
 from structperc.data.document_store import DocumentStore, StoredDocuments
 from structperc.data.loading import HUB_REPOS, load_corpus
 from structperc.features.cache import cache_key, feature_cache_key, file_identity
+from structperc.inference.column_tagger import ColumnTagger
+from structperc.inference.loading import check_column_tagger
 from structperc.io import atomic_write_json, read_json
-from structperc.tasks.loading import ColumnTagger, check_column_tagger
 
 log = logging.getLogger(__name__)
 FILL_TOKENS = 50_000  # tokens of a stored corpus the column tagger fills at a time

@@ -1,10 +1,10 @@
-"""A sequence labeler's structure, chosen in one place for training and for a saved model.
+"""A new sequence labeler's structure and weights, as its learner needs them.
 
-``structure_for`` is the one constructor: the first-order chain over the weights, or Kazama &
+``labeler_structure`` makes the weights (the chain's, or with non-local features the document
+weights) and the structure through ``structures.choice.structure_for``, the constructor a saved
+model is loaded with too (``inference/loading.py``): the first-order chain, or Kazama &
 Torisawa's document rescoring with non-local features (Alg. 4.1/4.2) that rescores the ``n``
-best of the chain.  Training (``labeler.py``) reaches it through ``labeler_structure``, which
-makes the weights a learner needs; loading (``loading.py``) through a saved model's weights and
-settings.
+best of the chain.
 """
 
 from __future__ import annotations
@@ -14,21 +14,8 @@ from structperc.features.document import NonLocalFeatures
 from structperc.model.document_weights import DocumentWeights
 from structperc.model.weights import ChainWeights
 from structperc.structures.chain import ChainStructure
+from structperc.structures.choice import structure_for
 from structperc.structures.rescoring import DocumentRescoring
-
-
-def structure_for(
-    weights: ChainWeights | DocumentWeights,
-    doc_features: NonLocalFeatures | None = None,
-    *,
-    n: int = 100,
-    constraints: str = "none",
-) -> ChainStructure | DocumentRescoring:
-    """The chain over ``weights``, or with fitted ``doc_features`` the document rescoring of the
-    ``n`` best; ``constraints`` is the decoder's (``none`` or ``iob2``)."""
-    if doc_features is None:
-        return ChainStructure(weights, constraints)
-    return DocumentRescoring(weights, doc_features, n, constraints)
 
 
 def labeler_structure(

@@ -23,10 +23,10 @@ tag is cached (``cached_jackknife``) by what decides it, so a run that changes o
 (its templates, ``chunk_edges``, ``chunk_encoding``) skips them.
 
 Cascaded chains, not the joint label-chunk model: that one (``tasks/joint.py``) tags five
-collapsed POS classes and noun phrases only.  The run folder is what ``tasks.loading.ColumnTagger``
-loads.  results.json: POS accuracy against the data's tag column, chunk F1 with gold POS and
-with the tagger's own (the cascade), on dev and test, and seconds and tokens per second of
-training and tagging.
+collapsed POS classes and noun phrases only.  The run folder is what
+``inference.column_tagger.ColumnTagger`` loads.  results.json: POS accuracy against the data's
+tag column, chunk F1 with gold POS and with the tagger's own (the cascade), on dev and test, and
+seconds and tokens per second of training and tagging.
 """
 
 from __future__ import annotations
@@ -46,10 +46,11 @@ from structperc.distributed import SERIAL, Group
 from structperc.eval.chunks import evaluate
 from structperc.features.cache import cache_key, feature_cache_key
 from structperc.features.pipeline import LocalFeatures
+from structperc.inference.column_tagger import ColumnTagger
+from structperc.inference.loading import load_tagger, predict_labels
 from structperc.io import atomic_write_json, read_json
 from structperc.tasks.inputs import chunking_corpus, data_files, extraction_settings
 from structperc.tasks.labeler import LabelerSettings, train_labeler
-from structperc.tasks.loading import ColumnTagger, load_tagger, predict_labels
 from structperc.tasks.registry import task
 from structperc.tasks.training import FitSettings
 

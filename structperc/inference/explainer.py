@@ -3,7 +3,7 @@
 ``TaggingExplainer.load(run_dir)`` reads the model with its full weight tables (a model loaded for
 tagging keeps a compact read-only table, ``model/compact_table.py``, whose entries cannot be
 read one by one) and its structure, the chain or the n'-best rescored with non-local features
-(``tasks.loading.structure_from_model``); loading reads tensors and JSON only.  It explains
+(``inference.loading.structure_from_model``); loading reads tensors and JSON only.  It explains
 documents token by token (``explain/tokens.py``) and the model's weights (``explain/weights.py``),
 as JSON.
 """
@@ -19,10 +19,10 @@ from structperc.data.document import Document
 from structperc.explain.names import local_features_namer
 from structperc.explain.tokens import DocumentExplanation, explain_chain, explain_rescoring
 from structperc.explain.weights import bias_row, chain_weights, non_local_weights
+from structperc.inference.loading import structure_from_model
 from structperc.model.batch import make_batch
 from structperc.model.files import load_model
 from structperc.structures.rescoring import DocumentBatch, DocumentRescoring
-from structperc.tasks.loading import structure_from_model
 
 
 class TaggingExplainer:
