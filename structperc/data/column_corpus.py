@@ -33,6 +33,7 @@ from .conll import (
     ConllFormatError,
     check_column_map,
     check_encoding,
+    check_partial_marks,
     convert_tags,
     read_conll,
     token_line,
@@ -40,6 +41,7 @@ from .conll import (
 )
 from .document import Document
 from .loading import resolve_data_dir
+from .partial import ANY_OF, UNKNOWN, has_partial, is_partial, shown
 from .schemes import PLAIN, SchemeError, detect_scheme, from_iob2, scheme_name
 from .tags import valid_iob2
 
@@ -56,7 +58,9 @@ class ColumnFormat:
     (``auto``, a scheme of ``data/schemes.py``, or ``plain``); tag_columns: other columns read as
     chunk tags, name -> scheme (CoNLL-2003's chunk column: IOB1); encoding, separator
     (``whitespace`` | ``tab``), documents (``docstart`` | ``sentence`` | a boundary line),
-    comments (skip ``#`` lines).
+    comments (skip ``#`` lines); unknown: the label that leaves a token open (``?``; None: no
+    such label), any_of: the separator of a label cell that lists a token's possible labels
+    (``B-PER|O``; None: none), the partial annotation of ``data/partial.py``.
     """
 
     columns: tuple[str, ...]
@@ -67,6 +71,8 @@ class ColumnFormat:
     documents: str = "sentence"
     comments: bool = False
     tag_columns: dict[str, str] = field(default_factory=dict)
+    unknown: str | None = UNKNOWN
+    any_of: str | None = None
 
     def __post_init__(self) -> None:
         columns = check_column_map(self.columns)
@@ -91,6 +97,7 @@ class ColumnFormat:
             )
         tags = {c: scheme_name(s) for c, s in self.tag_columns.items()}
         object.__setattr__(self, "tag_columns", tags)
+        check_partial_marks(self.unknown, self.any_of)
 
     @property
     def boundary(self) -> str | None:
@@ -116,6 +123,8 @@ class ColumnFormat:
             comments=self.comments,
             tag_columns=self.tag_columns,
             optional_label=optional_label,
+            unknown=self.unknown,
+            any_of=self.any_of,
         )
 
     def write(
@@ -130,7 +139,9 @@ class ColumnFormat:
         scheme = self.scheme if self.scheme != AUTO else "iob2"
         back = [replace(d) for d in docs]
         for d in back:
-            if d.tags is not None:
+            if has_partial(d.tags):  # open tokens: IOB2 cells as the marks write them
+                d.tags = [shown(t, self.unknown or UNKNOWN, self.any_of or ANY_OF) for t in d.tags]
+            elif d.tags is not None:
                 d.tags = in_scheme(d, d.tags, scheme)
             d.columns = {
                 k: in_scheme(d, v, self.tag_columns[k]) if k in self.tag_columns else v
@@ -275,12 +286,26 @@ def corpus_scheme(corpus: dict[str, list[Document]], label: str) -> str:
                 if doc.tags is None:
                     continue
                 for s, e in doc.sentence_spans():
-                    yield doc.tags[s:e], lambda j, doc=doc, s=s: token_line(doc, s + j)
+                    for a, b in known_runs(doc.tags, s, e):  # (open tokens tell nothing)
+                        yield doc.tags[a:b], lambda j, doc=doc, a=a: token_line(doc, a + j)
 
     try:
         return detect_scheme(sentences())
     except SchemeError as err:
         raise ConllFormatError(f"{label}: {err}") from None
+
+
+def known_runs(tags: Sequence[str], start: int, end: int) -> list[tuple[int, int]]:
+    """The [a, b) runs of tokens start..end-1 whose labels are known (no partial cell)."""
+    runs, a = [], start
+    for t in range(start, end):
+        if is_partial(tags[t]):
+            if t > a:
+                runs.append((a, t))
+            a = t + 1
+    if end > a:
+        runs.append((a, end))
+    return runs
 
 
 def hold_out(docs: list[Document], size: float, seed: int) -> tuple[list[Document], list[Document]]:
