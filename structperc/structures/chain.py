@@ -222,10 +222,11 @@ class ChainStructure:
             node = node + batch.node_offset.to(node.dtype)
         return self.decode_tokens(node, edge)
 
-    def complete(self, batch: FeatureBatch, allowed: Tensor) -> Tensor:
+    def complete(self, batch: FeatureBatch, allowed: Tensor, n: int = 1) -> Tensor:
         """The best labeling [T] of a one-document batch whose labels lie in ``allowed`` [T, L]
-        (its partial annotation: the latent gold a perceptron moves towards).  ValueError when
-        no labeling is allowed (the tag-scheme constraints may exclude every one)."""
+        (its partial annotation: the latent gold a perceptron moves towards; ``n`` is not read:
+        the argmax is exact).  ValueError when no labeling is allowed (the tag-scheme
+        constraints may exclude every one)."""
         restricted = restriction(allowed.to(batch.lengths.device))
         within = replace(batch, node_offset=combined(batch.node_offset, restricted))
         paths, scores = viterbi(self.potentials(within), within.lengths)  # [1, T], [1]
