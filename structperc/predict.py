@@ -61,6 +61,8 @@ from structperc.cli import (
     usage_error,
 )
 from structperc.data.conll import check_encoding, read_conll, read_utf8, write_conll
+from structperc.data.constraints import Constraints
+from structperc.data.partial import UNKNOWN
 from structperc.data.tags import spans
 from structperc.data.text import entity_spans, read_text
 from structperc.distributed import SERIAL, Group, contiguous_shards
@@ -105,6 +107,8 @@ def tag_file(
     tagger: str | Path | None = None,
     output_encoding: str | None = None,
     group: Group = SERIAL,
+    constraint_column: str | None = None,
+    unknown: str = UNKNOWN,
 ):
     """Tag ``input_path`` into ``output_path``; returns the scores when gold tags exist (chunk
     scores, or a plain tagging model's token scores).
@@ -118,6 +122,9 @@ def tag_file(
     its column format reads the input; UTF-8 otherwise and for ``jsonl``).
     ``group``: the ranks sharing the work; each tags a consecutive block of the documents and
     rank 0 alone writes (and returns the scores; the others return None).
+    ``constraint_column``: a column of the input (named in ``columns``) that constrains the
+    labeling: ``unknown`` (``?``) leaves a token free, a label fixes it, labels joined by ``|``
+    allow them (``data/constraints.py``); the decoders find the best labeling that keeps them.
     ValueError, before anything is read, when ``output_path`` is the input file.
     """
     if input_format not in INPUT_FORMATS or output_format not in OUTPUT_FORMATS:
@@ -154,9 +161,14 @@ def tag_file(
     else:
         layout = layout or "conll2003"
         docs = read_conll(input_path, layout, documents, columns=columns, scheme=scheme)
+    known = column_constraints(docs, constraint_column, unknown, input_format)
     t0 = time.perf_counter()
     block = contiguous_shards([len(d) for d in docs], group.world)[group.rank]
-    mine = tagger.tag_documents([docs[i] for i in block], progress=group.is_main)
+    mine = tagger.tag_documents(
+        [docs[i] for i in block],
+        progress=group.is_main,
+        constraints=None if known is None else [known[i] for i in block],
+    )
     parts = group.gather_objects(mine)
     if parts is None:  # not rank 0: rank 0 writes
         return None
@@ -196,6 +208,22 @@ def tag_file(
             return token_scores([d.tags for d in docs], pred)
         return evaluate([d.tags for d in docs], pred, [d.sentence_starts for d in docs])
     return None
+
+
+def column_constraints(docs, column: str | None, unknown: str, input_format: str):
+    """Each document's ``Constraints`` from its ``column`` (None without one); ValueError
+    naming a document that lacks it."""
+    if column is None:
+        return None
+    if input_format == "text":
+        raise ValueError(f"constraint_column={column}: plain text has no columns")
+    for doc in docs:
+        if column not in doc.columns:
+            raise ValueError(
+                f"{doc.source or 'the input'}: no column {column!r} to read constraints from "
+                f"(name it in the column map, e.g. columns=[token,pos,chunk,{column}])"
+            )
+    return [Constraints.from_cells(doc.columns[column], unknown) for doc in docs]
 
 
 def check_arguments(args: list[str]) -> None:
@@ -272,6 +300,8 @@ def tag_main(cfg: DictConfig) -> None:
             tagger=s["tagger"],
             output_encoding=s["output_encoding"],
             group=group,
+            constraint_column=s["constraint_column"],
+            unknown=s["unknown"],
         )
     except (ValueError, OSError) as err:
         fail_cleanly(PROGRAM, err)

@@ -19,7 +19,8 @@ structperc's margin and mmvp) through ``train.fit``; decoding is the chain struc
 Beyond sklearn-crfsuite: ``predict_nbest`` (the n best labelings of each sequence, exact),
 ``n_jobs`` (training over several processes, ``parallel.py``), ``device`` (where the tables
 live; "cuda" for a GPU), ``random_state`` (the seed of the online learners' orders) and
-``constraints``.  Parameters left at None take CRFsuite's defaults.  A pickled estimator holds
+``constraints``; partial labels (``None``, or a set of labels, in ``y``), ``class_weight`` and
+``predict(X, constraints=...)`` (``partial.py``, ``data/constraints.py``).  Parameters left at None take CRFsuite's defaults.  A pickled estimator holds
 its model as safetensors bytes and JSON (``model.py``), no torch object.
 """
 
@@ -40,6 +41,7 @@ except ImportError as error:  # pragma: no cover - the extra is missing
     ) from error
 
 from structperc.crf.edges import padded_nodes
+from structperc.data.constraints import encode_constraints
 from structperc.decode.marginals import node_marginals
 from structperc.decode.transition_scan import shared_transition_log_partition
 from structperc.explain.names import chain_namer
@@ -54,6 +56,7 @@ from structperc.sklearn.attributes import AttributeDictionary
 from structperc.sklearn.eli5_support import register as register_eli5
 from structperc.sklearn.metrics import flat_accuracy_score
 from structperc.sklearn.model import FittedModel
+from structperc.sklearn.partial import class_costs, is_label, named_labels, targets
 from structperc.sklearn.parallel import train_parallel, usable_jobs
 from structperc.sklearn.training import TrainingLog, train_chain
 from structperc.structures.chain import ChainData, ChainStructure, length_batches
@@ -89,6 +92,8 @@ class CRF(BaseEstimator):
         n_jobs: training processes (1; -1 every core), CPU only.
         random_state: seed of the online learners' shuffled orders (0 when None).
         constraints: "iob2" decodes only IOB2-valid labelings (labels must be IOB2 tags).
+        class_weight: a dict label (or chunk type) -> cost of missing it, or "balanced":
+            cost-sensitive training (``partial.py``).
     """
 
     def __init__(
@@ -115,6 +120,7 @@ class CRF(BaseEstimator):
         n_jobs=1,
         random_state=None,
         constraints=None,
+        class_weight=None,
     ):
         self.algorithm = algorithm
         self.min_freq = min_freq
@@ -138,10 +144,12 @@ class CRF(BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.constraints = constraints
+        self.class_weight = class_weight
 
     # -- training ------------------------------------------------------------------------------
     def fit(self, X, y, X_dev=None, y_dev=None) -> CRF:
-        """Train on sequences ``X`` with labels ``y``; ``X_dev``, ``y_dev``: held-out sequences
+        """Train on sequences ``X`` with labels ``y`` (a label may be None, unknown, or a set of
+        labels, one of them: partial labels); ``X_dev``, ``y_dev``: held-out sequences
         whose token accuracy the training log reports each epoch.  Each may be any iterable
         (a list, a generator): it is read once, into the feature matrix, and the sequences
         themselves are not kept (with ``n_jobs`` > 1 a ``X`` that is not a list is read in
@@ -167,6 +175,7 @@ class CRF(BaseEstimator):
         if not train.labels:
             raise ValueError("X has no sequence with tokens: nothing to train on")
         labels = first_seen_labels(train.labels)
+        learner.label_costs = class_costs(self.class_weight, labels, train.labels)
         data = chain_data(features, values, "X", labels, train.labels)
         dev = None
         if X_dev is not None:
@@ -268,8 +277,13 @@ class CRF(BaseEstimator):
         return out
 
     # -- prediction ----------------------------------------------------------------------------
-    def predict(self, X) -> np.ndarray:
-        """The best labeling of each sequence: an object array of label lists."""
+    def predict(self, X, constraints=None) -> np.ndarray:
+        """The best labeling of each sequence: an object array of label lists.  ``constraints``:
+        one entry per sequence (None, a ``data.constraints.Constraints``, its fields as a dict,
+        or one entry per token: None free, a label fixed, a set of labels allowed): the best
+        labeling that keeps them, exactly."""
+        if constraints is not None:
+            return self._predict_constrained(list(X), list(constraints))
         structure, labels = self.structure_(), self.model_.labels
 
         compiled = compiled_chain(structure, self.device)
@@ -283,6 +297,22 @@ class CRF(BaseEstimator):
             return [[labels[j] for j in path] for path in paths]
 
         return object_array(self._decoded(X, decode))
+
+    def _predict_constrained(self, X: list, constraints: list) -> np.ndarray:
+        if len(X) != len(constraints):
+            raise ValueError(f"{len(constraints)} constraints for {len(X)} sequences of X")
+        structure, labels = self.structure_(), self.model_.labels
+        out: list = [[] for _ in X]
+        kept = [s for s, xseq in enumerate(X) if len(xseq)]
+        if kept:
+            data = chain_data(*self.model_.attributes.transform((X[s] for s in kept), "X", kept), "X")
+            lengths = [len(X[s]) for s in kept]
+            picked = [constraints[s] for s in kept]
+            data.allowed, data.forbidden = encode_constraints(picked, lengths, labels)
+            paths = structure.predict(data, batch_size=PREDICT_BATCH, device=self.device)
+            for s, path in zip(kept, paths, strict=True):
+                out[s] = [labels[j] for j in path]
+        return object_array(out)
 
     def predict_single(self, xseq) -> list[str]:
         """The best labeling of one sequence."""
@@ -389,11 +419,10 @@ def chain_data(features, values, name: str, labels=None, y=None) -> ChainData:
     not among ``labels`` gets -1, never right)."""
     if values is not None:
         features = replace(features, values=values)
-    gold = None
-    if y is not None:
-        index = {label: i for i, label in enumerate(labels)}
-        gold = torch.tensor([index.get(t, -1) for yseq in y for t in yseq], dtype=torch.long)
-    return ChainData(features, gold)
+    if y is None:
+        return ChainData(features)
+    gold, allowed = targets(y, labels)  # (partial labels: the allowed rows)
+    return ChainData(features, gold, allowed=allowed)
 
 
 def token_marginals(structure: ChainStructure, batch: FeatureBatch) -> torch.Tensor:
@@ -467,9 +496,10 @@ def check_sequence(xseq, yseq, s: int, x_name: str, y_name: str) -> None:
             f"{x_name}[{s}] has {len(xseq)} items but {y_name}[{s}] has {len(yseq)} labels"
         )
     for t, label in enumerate(yseq):
-        if not isinstance(label, str):
+        if not is_label(label):
             raise ValueError(
-                f"{y_name}[{s}][{t}]: a label must be a str, got {type(label).__name__}"
+                f"{y_name}[{s}][{t}]: a label must be a str, None (unknown) or a set of str "
+                f"(one of them), got {type(label).__name__}"
             )
 
 
@@ -481,8 +511,9 @@ def blocks_of(X, size: int):
 
 
 def first_seen_labels(y: Sequence[Sequence[str]]) -> list[str]:
-    """The distinct labels of ``y`` in the order they first appear (CRFsuite's)."""
-    return list(dict.fromkeys(label for yseq in y for label in yseq))
+    """The distinct labels of ``y`` in the order they first appear (CRFsuite's; the labels of
+    a set in sorted order)."""
+    return list(dict.fromkeys(x for yseq in y for label in yseq for x in named_labels(label)))
 
 
 def object_array(items: list) -> np.ndarray:
