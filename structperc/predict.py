@@ -164,11 +164,8 @@ def tag_file(
     known = column_constraints(docs, constraint_column, unknown, input_format)
     t0 = time.perf_counter()
     block = contiguous_shards([len(d) for d in docs], group.world)[group.rank]
-    mine = tagger.tag_documents(
-        [docs[i] for i in block],
-        progress=group.is_main,
-        constraints=None if known is None else [known[i] for i in block],
-    )
+    given = {} if known is None else {"constraints": [known[i] for i in block]}
+    mine = tagger.tag_documents([docs[i] for i in block], progress=group.is_main, **given)
     parts = group.gather_objects(mine)
     if parts is None:  # not rank 0: rank 0 writes
         return None

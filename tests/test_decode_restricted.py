@@ -22,7 +22,7 @@ from structperc.decode.forbidden_spans import (
     viterbi_forbidding,
 )
 from structperc.decode.label_chunk import decode
-from structperc.decode.label_chunk_constraints import restrict
+from structperc.decode.label_chunk_constraints import constrained_potentials
 from structperc.decode.label_chunk_reference import as_lists, enumerate_structures, part_score
 from structperc.decode.marginals import log_partition, node_marginals
 from structperc.decode.nbest import kbest_beam, kbest_dp, nbest, two_best
@@ -283,7 +283,7 @@ def label_chunk_problems(draw):
 @given(label_chunk_problems())
 def test_label_chunk_dp_finds_the_best_structure_that_respects_the_constraints(problem):
     pot, pos_allowed, tag_allowed, forbidden = problem
-    best, scores = decode(restrict(pot, pos_allowed, tag_allowed, forbidden))
+    best, scores = decode(constrained_potentials(pot, pos_allowed, tag_allowed, forbidden))
     _, _, C, P = pot.shape
     for b in range(len(pot.lengths)):
         n = int(pot.lengths[b])

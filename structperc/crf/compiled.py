@@ -73,10 +73,10 @@ class CompiledObjective(KernelInputs):
     def __init__(
         self, weights: ChainWeights, features: FeatureMatrix, labels: Tensor, targets=None
     ):
-        from structperc.native.crf_kernels import nll_gradient
+        from structperc.native.crf_kernels import targets_nll_gradient
 
         super().__init__(weights, features, labels, targets)
-        self.kernel = nll_gradient
+        self.kernel = targets_nll_gradient
         D = len(self.doc_offsets) - 1
         # features mapped from disk are read RELEASE_EVERY documents a call, their pages
         # released after each (features/store.py); the sums are the same

@@ -52,7 +52,7 @@ def chunk_allowed(tag_allowed: Tensor, num_chunk: int) -> Tensor:
     return out
 
 
-def restrict(
+def constrained_potentials(
     pot: LabelChunkPotentials,
     pos_allowed: Tensor | None = None,
     tag_allowed: Tensor | None = None,

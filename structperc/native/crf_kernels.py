@@ -35,7 +35,8 @@ exception: the objective is then +inf or NaN, which the line search treats as a 
 The errors it counts are the tokens whose most probable label (the first maximum of the
 marginals) is not the gold one, as ``crf.objective.posterior_errors``.
 
-**Partial annotation and costs** (``nll_gradient``'s ``offset`` and ``allowed``; ``crf/targets.py``).
+**Partial annotation and costs** (``targets_nll_gradient``'s ``offset`` and ``allowed``;
+``crf/targets.py``).
 An offset o [N, L] is added to the token scores before the pass (the costs of softmax-margin,
 0 at the gold labels); a document with an open token (gold label -1) has the likelihood of its
 compatible labelings, those whose labels lie in ``allowed`` [N, L] (Tsuboi et al. 2008):
@@ -288,6 +289,18 @@ def add_expectations(
 
 @njit(cache=True)
 def nll_gradient(
+    doc_offsets, ids, offsets, values, weighted, labels, node, trans, grad_node, grad_trans,
+    total0=0.0,
+):  # pragma: no cover - jit
+    """``targets_nll_gradient`` of gold labels (every token known), no offset."""
+    return targets_nll_gradient(
+        doc_offsets, ids, offsets, values, weighted, labels, node, trans, grad_node, grad_trans,
+        total0, NO_OFFSET, NO_ALLOWED,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def targets_nll_gradient(
     doc_offsets,
     ids,
     offsets,
