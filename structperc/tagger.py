@@ -203,7 +203,9 @@ class Tagger:
         (``data.constraints.Constraints``, its fields as a dict, or one entry per token: None
         free, a label fixed, a set of labels allowed)."""
         doc = Document(tokens=list(tokens), source="<tokens>")
-        return self.tag_documents([doc], constraints=None if constraints is None else [constraints])[0]
+        return self.tag_documents(
+            [doc], constraints=None if constraints is None else [constraints]
+        )[0]
 
     def explain(self, text_or_tokens: str | list[str], positions: list[int] | None = None):
         """Why each token got its label: the runner-up label, the margin and the features

@@ -33,7 +33,6 @@ from structperc.distributed import SERIAL, Group
 from structperc.features.store import RELEASE_EVERY, release_pages
 from structperc.forking import Child, SharedTables, can_fork
 from structperc.learn.base import Learner, StepStats
-from structperc.learn.targets import StepTargets
 from structperc.learn.fitting import (
     Convergence,
     EpochLog,
@@ -42,6 +41,7 @@ from structperc.learn.fitting import (
     rank_shard,
     shard_order,
 )
+from structperc.learn.targets import StepTargets
 from structperc.model.mixing import ParameterMixing
 from structperc.model.updates import Updater
 from structperc.native.online import compiled_epochs

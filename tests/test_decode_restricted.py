@@ -57,7 +57,7 @@ def restricted_chains(draw, max_b=3, max_t=4, labels=LABELS):
 
 
 def allowed_paths(pot, length, allowed_b, keep=lambda path: True):
-    """Every labeling of one sequence whose labels are allowed (and ``keep``), scored, best first."""
+    """Every labeling of one sequence whose labels are allowed (and ``keep``), best first."""
     L = pot.shape[-1]
     out = []
     for path in itertools.product(range(L), repeat=length):
@@ -131,7 +131,10 @@ def test_packed_viterbi_restricts_every_document(problem):
 def test_every_nbest_algorithm_lists_the_best_allowed_labelings(problem, n):
     pot, lengths, allowed = problem
     within = restricted(pot, lengths, allowed)
-    runs = {"nbest": nbest(within, lengths, n), "kbest_sidetracks": kbest_sidetracks(within, lengths, n)}
+    runs = {
+        "nbest": nbest(within, lengths, n),
+        "kbest_sidetracks": kbest_sidetracks(within, lengths, n),
+    }
     runs["kbest_dp"] = kbest_dp(within, lengths, n)
     runs["kbest_beam"] = kbest_beam(within, lengths, n)
     if n == 2:
@@ -266,7 +269,9 @@ def label_chunk_problems(draw):
 
     from structperc.decode.label_chunk import LabelChunkPotentials
 
-    pot = LabelChunkPotentials(r(B, T, C, P), r(B, T, C, P, P), r(B, T, T, C), r(B, T, C, C), lengths)
+    pot = LabelChunkPotentials(
+        r(B, T, C, P), r(B, T, C, P, P), r(B, T, T, C), r(B, T, C, C), lengths
+    )
     pos_allowed = torch.rand(B, T, P, generator=gen) < 0.7
     pos_allowed[:, :, 0] |= ~pos_allowed.any(-1)
     tag_allowed = torch.rand(B, T, 2 * C - 1, generator=gen) < 0.7
@@ -294,9 +299,7 @@ def test_label_chunk_dp_finds_the_best_structure_that_respects_the_constraints(p
             ok = all(pos_allowed[b, t, pos[t]] and tag_allowed[b, t, tags[t]] for t in range(n))
             from structperc.data.label_chunk import chunks
 
-            ok = ok and not any(
-                (q, r + 1, c) in forbidden[b] for q, r, c in chunks(y)
-            )
+            ok = ok and not any((q, r + 1, c) in forbidden[b] for q, r, c in chunks(y))
             if ok:
                 top = max(top, part_score(lists, b, y))
         assert math.isclose(float(scores[b]), top, rel_tol=1e-9, abs_tol=1e-9)

@@ -66,7 +66,9 @@ def test_partial_labels_enter_the_label_set_but_not_the_scored_encodings(tmp_pat
 
 
 def test_constraints_give_allowed_rows_and_forbidden_spans():
-    c = Constraints(labels={0: "PER", 1: {"O", "B-LOC"}}, not_labels={3: ["O"]}, spans=[(2, 3, "LOC")])
+    c = Constraints(
+        labels={0: "PER", 1: {"O", "B-LOC"}}, not_labels={3: ["O"]}, spans=[(2, 3, "LOC")]
+    )
     allowed = c.allowed(5, LABELS)
     assert allowed[0].tolist() == [False, False, False, True, True]
     assert allowed[1].tolist() == [True, True, False, False, False]
@@ -113,7 +115,9 @@ def test_the_chain_predicts_the_best_labeling_that_keeps_the_constraints():
                     continue
                 if set(spans([LABELS[y] for y in path])) & bad:
                     continue
-                s = float(pot[0, 0, path[0]]) + sum(float(pot[t, path[t - 1], path[t]]) for t in range(1, n))
+                s = float(pot[0, 0, path[0]]) + sum(
+                    float(pot[t, path[t - 1], path[t]]) for t in range(1, n)
+                )
                 if s > best:
                     best, arg = s, list(path)
             assert pred[d] == arg
@@ -148,7 +152,10 @@ def test_the_face_trains_on_partial_y_and_predicts_under_constraints():
     sklearn = pytest.importorskip("sklearn")  # noqa: F841
     from structperc.sklearn import CRF
 
-    X = [[{"w": w} for w in s.split()] for s in ["john lives here", "mary lives there", "john met mary"]] * 4
+    X = [
+        [{"w": w} for w in s.split()]
+        for s in ["john lives here", "mary lives there", "john met mary"]
+    ] * 4
     y = [["B-PER", "O", "O"], ["B-PER", "O", "O"], ["B-PER", "O", "B-PER"]] * 4
     partial = [list(s) for s in y]
     for s in partial[::2]:
@@ -172,7 +179,11 @@ def test_a_partially_labelled_training_file_trains_a_run(tmp_path):
     train = data / "conll2003" / "train.txt"
     lines = train.read_text().splitlines()
     hidden = [
-        (" ".join(line.split()[:-1] + ["?"]) if k % 2 and line and not line.startswith("-DOC") else line)
+        (
+            " ".join(line.split()[:-1] + ["?"])
+            if k % 2 and line and not line.startswith("-DOC")
+            else line
+        )
         for k, line in enumerate(lines)
     ]
     train.write_text("\n".join(hidden) + "\n")

@@ -55,7 +55,9 @@ def nearest(fixed: set[int], n: int) -> list[int]:
 def measure(tagger: Tagger, docs, seed: int) -> dict:
     fixed = fixed_tokens(docs, seed)
     free = tagger.tag_documents(docs)
-    known = [Constraints(labels={t: d.tags[t] for t in f}) for d, f in zip(docs, fixed, strict=True)]
+    known = [
+        Constraints(labels={t: d.tags[t] for t in f}) for d, f in zip(docs, fixed, strict=True)
+    ]
     held = tagger.tag_documents(docs, constraints=known)
     gold = [d.tags for d in docs]
     starts = [d.sentence_starts for d in docs]

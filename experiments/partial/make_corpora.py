@@ -89,6 +89,76 @@ def spans_half(docs, rng, keep_entity):
     return partial, labelled
 
 
+def write_hidden(train, root: Path, seed: int) -> dict:
+    """hidden50: each label hidden with probability 1/2."""
+    cells = hidden(train, 0.5, random.Random(seed))
+    by_doc = {id(d): cells[i] for i, d in enumerate(train)}
+    write(root / "hidden50" / "train.txt", train, lambda d: by_doc[id(d)])
+    total = sum(len(d) for d in train)
+    return {"tokens": total, "hidden": sum(c.count("?") for c in cells.values())}
+
+
+def write_spans(train, root: Path, seed: int, name: str, keep: float) -> dict:
+    """<name>_partial (and for "spans" its two baselines): half the sentences fully labelled,
+    in the others each entity marked with probability ``keep``, every other token ``?``."""
+    partial, labelled = spans_half(train, random.Random(f"{seed}-{name}"), keep)
+    p = {id(d): partial[i] for i, d in enumerate(train)}
+    write(root / f"{name}_partial" / "train.txt", train, lambda d: p[id(d)])
+    if name == "spans":
+        as_o = {k: [("O" if c == "?" else c) for c in v] for k, v in p.items()}
+        write(root / "spans_as_o" / "train.txt", train, lambda d: as_o[id(d)])
+        lab = {id(d): labelled[i] for i, d in enumerate(train)}
+
+        def half(d):
+            cells = list(d.tags)
+            for s, _ in sentences_of(d):
+                if not lab[id(d)][s]:
+                    cells[s] = None  # (the sentence is dropped)
+            return cells
+
+        write(root / "spans_half" / "train.txt", train, half)
+    kept = 0
+    for i, d in enumerate(train):
+        for s, e in sentences_of(d):
+            if not labelled[i][s]:
+                kept += len(spans([c if c != "?" else "O" for c in partial[i][s:e]]))
+    return {
+        "tokens": sum(len(d) for d in train),
+        "unknown": sum(c.count("?") for c in partial.values()),
+        "entities": sum(len(spans(d.tags)) for d in train),
+        "entities_in_open_half_marked": kept,
+    }
+
+
+def write_missing(train, root: Path, seed: int) -> dict:
+    """missing_*: half the documents annotate no MISSING_TYPE."""
+    rng = random.Random(f"{seed}-missing")
+    lacking = {i for i in range(len(train)) if rng.random() < 0.5}
+    choice = f"O|B-{MISSING_TYPE}|I-{MISSING_TYPE}"
+    index = {id(d): i for i, d in enumerate(train)}
+
+    def missing(d, as_o):
+        if index[id(d)] not in lacking:
+            return list(d.tags)
+        out = []
+        for t in d.tags:
+            other = t != "O" and not t.endswith(f"-{MISSING_TYPE}")
+            out.append(t if other else ("O" if as_o else choice))
+        return out
+
+    write(root / "missing_partial" / "train.txt", train, lambda d: missing(d, False))
+    write(root / "missing_as_o" / "train.txt", train, lambda d: missing(d, True))
+    write(root / "missing_half" / "train.txt", train,
+          lambda d: None if index[id(d)] in lacking else list(d.tags))  # fmt: skip
+    lost = sum(1 for i in lacking for *_, k in spans(train[i].tags) if k == MISSING_TYPE)
+    return {
+        "type": MISSING_TYPE,
+        "documents": len(train),
+        "documents_lacking": len(lacking),
+        "entities_lost": lost,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="/tmp/partial_corpora")
@@ -99,66 +169,11 @@ def main() -> None:
     stats = {}
     for seed in args.seeds:
         root = Path(args.out) / f"s{seed}"
-        rng = random.Random(seed)
-        st = stats[f"s{seed}"] = {}
-        cells = hidden(train, 0.5, rng)
-        by_doc = {id(d): cells[i] for i, d in enumerate(train)}
-        write(root / "hidden50" / "train.txt", train, lambda d: by_doc[id(d)])
-        total = sum(len(d) for d in train)
-        st["hidden50"] = {"tokens": total, "hidden": sum(c.count("?") for c in cells.values())}
-
-        for name, keep in (("spans", 0.5), ("spans_all", 1.0)):
-            partial, labelled = spans_half(train, random.Random(f"{seed}-{name}"), keep)
-            p = {id(d): partial[i] for i, d in enumerate(train)}
-            write(root / f"{name}_partial" / "train.txt", train, lambda d, p=p: p[id(d)])
-            if name == "spans":
-                as_o = {k: [("O" if c == "?" else c) for c in v] for k, v in p.items()}
-                write(root / "spans_as_o" / "train.txt", train, lambda d, a=as_o: a[id(d)])
-                lab = {id(d): labelled[i] for i, d in enumerate(train)}
-
-                def half(d, lab=lab):
-                    cells = list(d.tags)
-                    for s, _ in sentences_of(d):
-                        if not lab[id(d)][s]:
-                            cells[s] = None  # (the sentence is dropped)
-                    return cells
-
-                write(root / "spans_half" / "train.txt", train, half)
-            hidden_tokens = sum(c.count("?") for c in partial.values())
-            ents = sum(len(spans(d.tags)) for d in train)
-            kept = 0
-            for i, d in enumerate(train):
-                for s, e in sentences_of(d):
-                    if not labelled[i][s]:
-                        kept += sum(1 for _ in spans([c if c != "?" else "O" for c in partial[i][s:e]]))
-            st[name] = {"tokens": total, "unknown": hidden_tokens, "entities": ents,
-                        "entities_in_open_half_marked": kept}  # fmt: skip
-
-        rng = random.Random(f"{seed}-missing")
-        lacking = {i for i in range(len(train)) if rng.random() < 0.5}
-        choice = f"O|B-{MISSING_TYPE}|I-{MISSING_TYPE}"
-
-        def missing(d, i, as_o):
-            if i not in lacking:
-                return list(d.tags)
-            out = []
-            for t in d.tags:
-                other = t != "O" and not t.endswith(f"-{MISSING_TYPE}")
-                out.append(t if other else ("O" if as_o else choice))
-            return out
-
-        index = {id(d): i for i, d in enumerate(train)}
-        write(root / "missing_partial" / "train.txt", train, lambda d: missing(d, index[id(d)], False))
-        write(root / "missing_as_o" / "train.txt", train, lambda d: missing(d, index[id(d)], True))
-        write(root / "missing_half" / "train.txt", train,
-              lambda d: None if index[id(d)] in lacking else list(d.tags))  # fmt: skip
-        st["missing"] = {
-            "type": MISSING_TYPE,
-            "documents": len(train),
-            "documents_lacking": len(lacking),
-            "entities_lost": sum(
-                1 for i in lacking for *_, k in spans(train[i].tags) if k == MISSING_TYPE
-            ),
+        stats[f"s{seed}"] = {
+            "hidden50": write_hidden(train, root, seed),
+            "spans": write_spans(train, root, seed, "spans", 0.5),
+            "spans_all": write_spans(train, root, seed, "spans_all", 1.0),
+            "missing": write_missing(train, root, seed),
         }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

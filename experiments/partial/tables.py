@@ -75,7 +75,10 @@ def spans_table() -> str:
         ("the same, `?` read as O", "ap_spans_as_o"),
         ("the fully labelled half alone", "ap_spans_half"),
         ("all sentences fully labelled", "ap_full"),
-        ("half full + half every entity marked, O `?` (the literal wording)", "ap_spans_all_partial"),
+        (
+            "half full + half every entity marked, O `?` (the literal wording)",
+            "ap_spans_all_partial",
+        ),
     ):
         rs = results(name)
         rows.append(
@@ -92,7 +95,10 @@ def missing_table() -> str:
             "|---|---:|---:|---:|---|"]  # fmt: skip
     partial = mean(test_f1(results("ap_missing_partial"), "ORG"))
     for label, name in (
-        ("half the documents without ORG: `O\\|B-ORG\\|I-ORG` there (partial)", "ap_missing_partial"),
+        (
+            "half the documents without ORG: `O\\|B-ORG\\|I-ORG` there (partial)",
+            "ap_missing_partial",
+        ),
         ("the same documents, their ORG labelled O", "ap_missing_as_o"),
         ("the documents with every type alone", "ap_missing_half"),
         ("every document fully labelled", "ap_full"),
@@ -188,7 +194,8 @@ def main() -> None:
         pattern = re.compile(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)", re.S)
         if not pattern.search(text):
             raise SystemExit(f"README.md has no <!-- {name}:begin/end --> block")
-        text = pattern.sub(lambda m, t=make(): m.group(1) + t + "\n" + m.group(2), text)
+        table = make()
+        text = pattern.sub(lambda m, t=table: m.group(1) + t + "\n" + m.group(2), text)
     readme.write_text(text)
     print(f"wrote {readme}")
 

@@ -49,7 +49,9 @@ class KernelInputs:
     ``targets`` (``crf/targets.py``) the gold has -1 at open tokens, and the cost offsets and
     allowed labels go to the kernel (empty arrays: none)."""
 
-    def __init__(self, weights: ChainWeights, features: FeatureMatrix, labels: Tensor, targets=None):
+    def __init__(
+        self, weights: ChainWeights, features: FeatureMatrix, labels: Tensor, targets=None
+    ):
         check_compiled(weights, features.ids.device)
         self.weights = weights
         self.mapped = features.mapped  # (from disk: features/store.py)

@@ -97,7 +97,9 @@ class Constraints:
             raise ValueError(f"token {int(empty[0])}: the constraints leave it no label")
         return mask
 
-    def forbidden_spans(self, length: int, labels: Sequence[str]) -> list[tuple[int, int, int, int]]:
+    def forbidden_spans(
+        self, length: int, labels: Sequence[str]
+    ) -> list[tuple[int, int, int, int]]:
         """(start, end, id of B-X, id of I-X) of every forbidden span (-1 for a label the model
         lacks), a span of no type once per type; for ``decode/forbidden_spans.py``."""
         index = {label: j for j, label in enumerate(labels)}

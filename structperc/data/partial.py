@@ -110,7 +110,8 @@ def cells_to_iob2(cells: Sequence[str], scheme: str) -> list[str]:
         return to_iob2(cells, scheme)
     sets = [cell_labels(c) for c in cells]
     if scheme == PLAIN:
-        return [c if s is None or len(s) > 1 else next(iter(s)) for c, s in zip(cells, sets)]
+        pairs = zip(cells, sets, strict=True)
+        return [c if s is None or len(s) > 1 else next(iter(s)) for c, s in pairs]
     for i, s in enumerate(sets):  # every label must be one the scheme reads
         for label in s or ():
             try:
@@ -133,10 +134,7 @@ def cells_to_iob2(cells: Sequence[str], scheme: str) -> list[str]:
         out.append({to_iob2([p, z], scheme)[1] for p in before for z in s})
     if explicit:
         _narrow_open_tokens(sets, out, scheme)
-    return [
-        partial_cell(o) if o is None or len(o) > 1 else next(iter(o))
-        for o in out
-    ]
+    return [partial_cell(o) if o is None or len(o) > 1 else next(iter(o)) for o in out]
 
 
 def _open_before(labels: Iterable[str], scheme: str, explicit: bool) -> set[str]:

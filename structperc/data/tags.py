@@ -149,7 +149,9 @@ def encode_labels(docs: list[Document], labels: list[str]) -> torch.Tensor:
     return torch.tensor([index.get(t, fallback) for d in docs for t in (d.tags or [])])
 
 
-def encode_partial(docs: list[Document], labels: list[str]) -> tuple[torch.Tensor, torch.Tensor | None]:
+def encode_partial(
+    docs: list[Document], labels: list[str]
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(label ids [N], allowed [N, L] bool or None) of the documents' tokens: an open token's id
     is -1 and its row of ``allowed`` the labels its cell allows (``partial.allowed_mask``);
     ``allowed`` is None when no token is open (then the ids are ``encode_labels``')."""

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from structperc.data.document import Document
 from structperc.data.partial import known_spans
-from structperc.data.tags import spans
 
 Entries = dict[str, set[tuple[str, ...]]]  # type -> set of token tuples
 

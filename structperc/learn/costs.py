@@ -43,7 +43,9 @@ def cost_vector(label_costs: Mapping[str, float] | None, labels: Sequence[str]) 
         try:
             cost = float(value)
         except (TypeError, ValueError):
-            raise ValueError(f"learner.label_costs.{key}: expected a number, got {value!r}") from None
+            raise ValueError(
+                f"learner.label_costs.{key}: expected a number, got {value!r}"
+            ) from None
         if not cost >= 0:
             raise ValueError(f"learner.label_costs.{key}: a cost must be >= 0, got {value!r}")
         key = str(key)

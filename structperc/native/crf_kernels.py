@@ -257,8 +257,28 @@ def longest_document(doc_offsets):  # pragma: no cover - jit
 
 @njit(cache=True)
 def add_expectations(
-    sign, t0, T, ids, offsets, values, weighted, labels, trans, M, scores, E, alpha, beta, c,
-    la, lb, log_z, in_log, grad_node, grad_trans, count_errors,
+    sign,
+    t0,
+    T,
+    ids,
+    offsets,
+    values,
+    weighted,
+    labels,
+    trans,
+    M,
+    scores,
+    E,
+    alpha,
+    beta,
+    c,
+    la,
+    lb,
+    log_z,
+    in_log,
+    grad_node,
+    grad_trans,
+    count_errors,
 ):  # pragma: no cover - jit
     """sign * the expected feature counts of a document ``forward_backward`` just scanned, added
     into grad_node [F, L] and grad_trans [L, L]; the known tokens (label >= 0) whose most
@@ -289,7 +309,16 @@ def add_expectations(
 
 @njit(cache=True)
 def nll_gradient(
-    doc_offsets, ids, offsets, values, weighted, labels, node, trans, grad_node, grad_trans,
+    doc_offsets,
+    ids,
+    offsets,
+    values,
+    weighted,
+    labels,
+    node,
+    trans,
+    grad_node,
+    grad_trans,
     total0=0.0,
 ):  # pragma: no cover - jit
     """``targets_nll_gradient`` of gold labels (every token known), no offset."""

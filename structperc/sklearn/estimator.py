@@ -20,8 +20,9 @@ Beyond sklearn-crfsuite: ``predict_nbest`` (the n best labelings of each sequenc
 ``n_jobs`` (training over several processes, ``parallel.py``), ``device`` (where the tables
 live; "cuda" for a GPU), ``random_state`` (the seed of the online learners' orders) and
 ``constraints``; partial labels (``None``, or a set of labels, in ``y``), ``class_weight`` and
-``predict(X, constraints=...)`` (``partial.py``, ``data/constraints.py``).  Parameters left at None take CRFsuite's defaults.  A pickled estimator holds
-its model as safetensors bytes and JSON (``model.py``), no torch object.
+``predict(X, constraints=...)`` (``partial.py``, ``data/constraints.py``).  Parameters left at
+None take CRFsuite's defaults.  A pickled estimator holds its model as safetensors bytes and
+JSON (``model.py``), no torch object.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ from structperc.sklearn.attributes import AttributeDictionary
 from structperc.sklearn.eli5_support import register as register_eli5
 from structperc.sklearn.metrics import flat_accuracy_score
 from structperc.sklearn.model import FittedModel
-from structperc.sklearn.partial import class_costs, is_label, named_labels, targets
 from structperc.sklearn.parallel import train_parallel, usable_jobs
+from structperc.sklearn.partial import class_costs, is_label, named_labels, targets
 from structperc.sklearn.training import TrainingLog, train_chain
 from structperc.structures.chain import ChainData, ChainStructure, length_batches
 
@@ -305,7 +306,9 @@ class CRF(BaseEstimator):
         out: list = [[] for _ in X]
         kept = [s for s, xseq in enumerate(X) if len(xseq)]
         if kept:
-            data = chain_data(*self.model_.attributes.transform((X[s] for s in kept), "X", kept), "X")
+            data = chain_data(
+                *self.model_.attributes.transform((X[s] for s in kept), "X", kept), "X"
+            )
             lengths = [len(X[s]) for s in kept]
             picked = [constraints[s] for s in kept]
             data.allowed, data.forbidden = encode_constraints(picked, lengths, labels)

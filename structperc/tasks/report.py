@@ -24,7 +24,8 @@ log = logging.getLogger("structperc")
 
 def chunk_scores(s: ChunkScores) -> dict:
     """conlleval's precision, recall, F1, token accuracy, chunk counts, per-type F1 and per-type
-    precision, recall and F1 (percent) for results.json, and the F1 over whole documents (``f1_document``) where it was scored."""
+    precision, recall and F1 (percent) for results.json, and the F1 over whole documents
+    (``f1_document``) where it was scored."""
     out = {
         "f1": s.f1,
         "precision": s.precision,
