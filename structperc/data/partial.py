@@ -178,22 +178,8 @@ def _continues(label: str, scheme: str) -> bool:
 
 def known_tags(tags: Sequence[str]) -> list[str]:
     """``tags`` with every partial cell as ``O`` (where only the known labels matter: the spans
-    of known entities, ``known_spans``)."""
+    of known entities, ``tags.known_spans``)."""
     return [OUTSIDE if is_partial(t) else t for t in tags]
-
-
-def known_spans(tags: Sequence[str]) -> list[tuple[int, int, str]]:
-    """The entity spans (start, end exclusive, type) the annotation fixes: every token of the
-    span known, and the token after it known (or the end)."""
-    from .tags import spans
-
-    out = []
-    for start, end, kind in spans(known_tags(tags)):
-        inside = all(not is_partial(t) for t in tags[start:end])
-        closed = end == len(tags) or not is_partial(tags[end])
-        if inside and closed:
-            out.append((start, end, kind))
-    return out
 
 
 def allowed_mask(tags: Sequence[str], labels: Sequence[str]) -> Tensor:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import torch
 
 from structperc.data.document import Document
-from structperc.data.partial import allowed_mask, cell_labels, has_partial, is_partial
+from structperc.data.partial import allowed_mask, cell_labels, has_partial, is_partial, known_tags
 
 OUTSIDE = "O"
 PREFIXES = ("B", "I")
@@ -120,6 +120,18 @@ def spans(tags: list[str]) -> list[tuple[int, int, str]]:
         start, cur = i, kind
     if cur:
         out.append((start, len(tags), cur))
+    return out
+
+
+def known_spans(tags: Sequence[str]) -> list[tuple[int, int, str]]:
+    """The entity spans (start, end exclusive, type) a partial annotation fixes: every token of
+    the span known, and the token after it known (or the end); ``spans`` of a full one."""
+    out = []
+    for start, end, kind in spans(known_tags(tags)):
+        inside = not any(is_partial(t) for t in tags[start:end])
+        closed = end == len(tags) or not is_partial(tags[end])
+        if inside and closed:
+            out.append((start, end, kind))
     return out
 
 

@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from structperc.data.document import Document
-from structperc.data.partial import known_spans
+from structperc.data.tags import known_spans
 
 Entries = dict[str, set[tuple[str, ...]]]  # type -> set of token tuples
 
