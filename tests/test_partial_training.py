@@ -256,3 +256,52 @@ def test_partial_cells_encode_to_allowed_rows():
     assert ids[1] == -1 and ids[2] == -1 and bool(allowed[1].all())
     assert sorted(labels[j] for j in allowed[2].nonzero().flatten()) == ["B-PER", "O"]
     assert int(allowed[0].sum()) == 1
+
+
+def test_the_rescoring_latent_gold_is_the_best_total_of_the_compatible_nbest():
+    """Kazama & Torisawa's structure: the latent gold of a partial annotation is, of the n best
+    compatible labelings under the local model, the best under local + non-local features."""
+    from test_structures import RescoringCase
+
+    case = RescoringCase()
+    structure, data = case.build(seed=4)
+    gen = torch.Generator().manual_seed(5)
+    L = structure.chain.num_labels
+    for d in range(len(data)):
+        batch, _ = structure.instance(data, d, "cpu")
+        T = case.lengths[d]
+        allowed = torch.rand(T, L, generator=gen) < 0.5
+        allowed[torch.arange(T), torch.randint(0, L, (T,), generator=gen)] = True
+        compatible = [
+            y for y in case.labelings(structure, data, d) if all(allowed[t, y[t]] for t in range(T))
+        ]
+        compatible.sort(key=lambda y: -case.local(structure, data, d, y))
+        for n in (1, 3):
+            best = max(case.oracle(structure, data, d, y) for y in compatible[:n])
+            got = structure.complete(batch, allowed, n)
+            assert all(allowed[t, got[t]] for t in range(T))
+            assert case.oracle(structure, data, d, got) == pytest.approx(best)
+
+
+def test_the_proposed_algorithm_trains_on_partial_annotation():
+    from test_structures import RescoringCase
+
+    from structperc.learn.proposed import ProposedPerceptron
+
+    structure, data = RescoringCase().build(seed=6)
+    structure.weights.float()  # (the case builds float64 tables; updates are float32)
+    L = structure.chain.num_labels
+    allowed = torch.nn.functional.one_hot(data.labels, L).bool()
+    allowed[::2] = True  # every other token open
+    data.allowed, data.labels = allowed, data.labels.masked_fill(allowed.sum(1) > 1, -1)
+    learner = ProposedPerceptron(n=4, C=1.0, bpm_runs=0)
+    result = fit(
+        learner,
+        structure,
+        Updater(structure.weights),
+        data,
+        FitSettings(max_epochs=3, progress=False),
+    )
+    assert result.history[0].extra["gold_in_nbest"] >= 0 and result.history[-1].tokens == len(
+        data.labels
+    )
