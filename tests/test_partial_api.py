@@ -197,3 +197,21 @@ def test_a_partially_labelled_training_file_trains_a_run(tmp_path):
     finally:
         mp.undo()
     assert results["epochs"] == 2 and results["test"]["f1"] > 0
+
+
+def test_iobes_open_tokens_take_what_their_neighbours_promise_and_files_write_them_back(tmp_path):
+    from structperc.data.conll import write_conll
+    from structperc.data.partial import cells_to_iob2
+
+    got = cells_to_iob2(["B-PER", "\x1f", "E-PER", "\x1f", "S-LOC"], "iobes")
+    assert cells(got) == ["B-PER", "I-PER", "I-PER", ["*"], "B-LOC"]
+    path = tmp_path / "in.txt"
+    path.write_text("a NN B-NP B-PER\nb NN I-NP ?\nc NN I-NP O|B-LOC\n\n")
+    docs = read_conll(path, documents="sentence", any_of="|", scheme="iob2")
+    out = tmp_path / "out.txt"
+    write_conll(out, docs)
+    assert [line.split()[-1] for line in out.read_text().splitlines() if line] == [
+        "B-PER",
+        "?",
+        "B-LOC|O",
+    ]
