@@ -215,3 +215,29 @@ def test_iobes_open_tokens_take_what_their_neighbours_promise_and_files_write_th
         "?",
         "B-LOC|O",
     ]
+
+
+def test_the_rescoring_structure_predicts_under_constraints_exactly():
+    """With every labeling a candidate, the non-local model's constrained prediction is the
+    labeling of best total score among those the constraints allow."""
+    from test_structures import NER, RescoringCase
+
+    case = RescoringCase()
+    structure, data = case.build(seed=8)
+    cons = [
+        Constraints(labels={0: "PER"}, forbidden=[(3, 4, None)]),
+        None,
+        Constraints(spans=[(1, 2, "LOC")]),
+    ]
+    data.allowed, data.forbidden = encode_constraints(cons, case.lengths, NER)
+    pred = structure.predict(data)
+    for d, n in enumerate(case.lengths):
+        rows = data.allowed_rows(d)
+        bad = {(s, e, NER[b][2:]) for s, e, b, _ in (data.forbidden or {}).get(d, [])}
+        ok = [
+            y
+            for y in case.labelings(structure, data, d)
+            if all(rows[t, y[t]] for t in range(n)) and not set(spans([NER[i] for i in y])) & bad
+        ]
+        best = max(case.oracle(structure, data, d, y) for y in ok)
+        assert case.oracle(structure, data, d, torch.tensor(pred[d])) == pytest.approx(best)
