@@ -6,13 +6,13 @@ against the gold y* is the weighted Hamming loss
 
     Delta(y*, y) = sum_t c(y*_t) [y_t != y*_t],
 
-which the margin learners put into decoding (loss-augmented inference, Taskar et al. 2004: the
+which the online learners put into decoding (loss-augmented inference, Taskar et al. 2004: the
 rival is argmax_y s(y) + Delta(y*, y), so a labeling that misses a costly label must lose by a
-margin that grows with its cost) and into their step sizes (``structure.loss``); the CRF puts it
-into its partition function (softmax-margin, Gimpel & Smith 2010: log sum_y exp(s(y) +
-Delta(y*, y)) - s(y*), the likelihood with every rival labeling weighted by exp(Delta)).  Both are
-offsets of the node scores (``decode/node_offsets.py``).  Labels not listed cost 1: with
-``label_costs`` empty the loss is the plain Hamming loss.
+margin that grows with its cost), MMVP, PA and AROW into their step sizes too
+(``structure.loss``), and the CRF into its partition function (softmax-margin, Gimpel & Smith
+2010: log sum_y exp(s(y) + Delta(y*, y)) - s(y*), the likelihood with every rival labeling
+weighted by exp(Delta)).  Both are offsets of the node scores (``decode/node_offsets.py``).
+Labels not listed cost 1: with ``label_costs`` empty the loss is the plain Hamming loss.
 """
 
 from __future__ import annotations
