@@ -48,3 +48,9 @@ done
 for s in 0 1 2; do
   run ap_spans_all_partial_s$s $AP seed=$s data.train=$CORPORA/s$s/spans_all_partial/train.txt
 done
+for s in 0 1 2; do  # MMVP without costs (no loss-augmented decoding): the reference of the cost rows
+  run mmvp_plain_s$s $MMVP seed=$s
+done
+for c in 1 4; do  # the CRF's softmax-margin with a MISC cost (seed 0)
+  run crf_misc_cost${c}_s0 $CRF seed=0 "learner.label_costs={MISC:$c}"
+done

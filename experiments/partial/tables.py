@@ -112,19 +112,26 @@ def missing_table() -> str:
     return "\n".join(rows)
 
 
+def cost_row(label: str, name: str, kind: str = "MISC") -> str:
+    rs = results(name)
+    scores = [r["test"].get("per_type_scores", {}).get(kind, {}) for r in rs]
+    return (
+        f"| {label} | {stat([m['recall'] for m in scores if m])} | "
+        f"{stat([m['precision'] for m in scores if m])} | {stat([m['f1'] for m in scores if m])} | "
+        f"{stat(test_f1(rs))} | `{name}_s*` |"
+    )
+
+
 def costs_table() -> str:
-    rows = ["| MISC cost | MISC recall | MISC precision | MISC F1 | all types F1 | run names |",
-            "|---:|---:|---:|---:|---:|---|"]  # fmt: skip
-    for c in (1, 2, 4, 8):
-        name = f"mmvp_misc_cost{c}"
-        rs = results(name)
-        misc = [r["test"].get("per_type_scores", {}).get("MISC", {}) for r in rs]
-        rows.append(
-            f"| {c} | {stat([m['recall'] for m in misc if m])} | "
-            f"{stat([m['precision'] for m in misc if m])} | {stat([m['f1'] for m in misc if m])} | "
-            f"{stat(test_f1(rs))} | `{name}_s*` |"
-        )
-    return "\n".join(rows)
+    head = ["| {} | MISC recall | MISC precision | MISC F1 | all types F1 | run names |",
+            "|---|---:|---:|---:|---:|---|"]  # fmt: skip
+    rows = [head[0].format("MMVP, MISC cost"), head[1]]
+    rows.append(cost_row("none (no loss-augmented decoding)", "mmvp_plain"))
+    rows += [cost_row(str(c), f"mmvp_misc_cost{c}") for c in (1, 2, 4, 8)]
+    crf = [head[0].format("CRF, MISC cost"), head[1]]
+    crf.append(cost_row("none (the plain likelihood)", "crf_full"))
+    crf += [cost_row(f"{c} (softmax-margin)", f"crf_misc_cost{c}") for c in (1, 4)]
+    return "\n".join(rows) + "\n\n" + "\n".join(crf)
 
 
 def constrained_table() -> str:
