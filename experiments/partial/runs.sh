@@ -54,3 +54,7 @@ done
 for c in 1 4; do  # the CRF's softmax-margin with a MISC cost (seed 0)
   run crf_misc_cost${c}_s0 $CRF seed=0 "learner.label_costs={MISC:$c}"
 done
+for s in 0 1 2; do  # the CRF on the spans corpora (the partial one against the labelled half)
+  run crf_spans_partial_s$s $CRF seed=$s data.train=$CORPORA/s$s/spans_partial/train.txt
+  run crf_spans_half_s$s $CRF seed=$s data.train=$CORPORA/s$s/spans_half/train.txt
+done

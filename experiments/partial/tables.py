@@ -66,26 +66,29 @@ def hidden_table() -> str:
     return "\n".join(rows)
 
 
+SPANS_ROWS = (
+    ("half full + half marked entities, the rest `?` (partial)", "ap_spans_partial"),
+    ("the same, `?` read as O", "ap_spans_as_o"),
+    ("the fully labelled half alone", "ap_spans_half"),
+    ("all sentences fully labelled", "ap_full"),
+    ("half full + half every entity marked, O `?` (the literal wording)", "ap_spans_all_partial"),
+    ("CRF: half full + half marked entities, the rest `?` (partial)", "crf_spans_partial"),
+    ("CRF: the fully labelled half alone", "crf_spans_half"),
+    ("CRF: all sentences fully labelled", "crf_full"),
+)
+
+
 def spans_table() -> str:
     rows = ["| training set | test F1 | precision | recall | Δ F1 vs partial | run names |",
             "|---|---:|---:|---:|---:|---|"]  # fmt: skip
-    partial = mean(test_f1(results("ap_spans_partial")))
-    for label, name in (
-        ("half full + half marked entities, the rest `?` (partial)", "ap_spans_partial"),
-        ("the same, `?` read as O", "ap_spans_as_o"),
-        ("the fully labelled half alone", "ap_spans_half"),
-        ("all sentences fully labelled", "ap_full"),
-        (
-            "half full + half every entity marked, O `?` (the literal wording)",
-            "ap_spans_all_partial",
-        ),
-    ):
+    partial = {k: mean(test_f1(results(f"{k}_spans_partial"))) for k in ("ap", "crf")}
+    for label, name in SPANS_ROWS:
         rs = results(name)
+        base = partial[name.split("_")[0]]
+        versus = "" if name.endswith("spans_partial") else diff(base, mean(test_f1(rs)))
         rows.append(
             f"| {label} | {stat(test_f1(rs))} | {stat([r['test']['precision'] for r in rs])} | "
-            f"{stat([r['test']['recall'] for r in rs])} | "
-            f"{diff(partial, mean(test_f1(rs))) if name != 'ap_spans_partial' else ''} | "
-            f"`{name}_s*` |"
+            f"{stat([r['test']['recall'] for r in rs])} | {versus} | `{name}_s*` |"
         )
     return "\n".join(rows)
 
