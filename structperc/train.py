@@ -42,6 +42,7 @@ from structperc.learn.fitting import (
     rank_shard,
     shard_order,
 )
+from structperc.learn.targets import StepTargets
 from structperc.model.mixing import ParameterMixing
 from structperc.model.updates import Updater
 from structperc.native.online import compiled_epochs
@@ -238,7 +239,11 @@ def run_epochs(
     unit = data.unit
     shard = rank_shard(data, group)
     mixing = ParameterMixing(group, updater, settings.mixing) if group.parallel else None
-    fast = settings.compiled and compiled_epochs(learner, structure, updater, data, settings.device)
+    targets = StepTargets(learner, structure, data)
+    fast = settings.compiled and not targets.active
+    fast = fast and compiled_epochs(learner, structure, updater, data, settings.device)
+    if targets.active and start_epoch == 0 and group.is_main:
+        log.info("training with %s: the Python loop over the instances", targets.describe())
     mapped = getattr(getattr(data, "features", None), "mapped", False)
     for epoch in range(start_epoch + 1, settings.max_epochs + 1):
         extra = on_epoch_start(epoch) if on_epoch_start is not None else {}
@@ -261,6 +266,8 @@ def run_epochs(
                     if i not in instances:
                         instances[i] = structure.instance(data, i, settings.device)
                     batch, gold = instances[i]
+                if targets.active:
+                    batch, gold = targets(i, batch, gold)
                 stats += learner.step(structure, updater, batch, gold)
                 updater.tick()
         if mixing is not None:

@@ -197,3 +197,22 @@ def test_nonlocal_and_crf_runs_on_cuda_equal_cpu(tmp_path, monkeypatch):
         assert [h["word_error"] for h in gpu["history"]] == pytest.approx(
             [h["word_error"] for h in cpu["history"]]
         )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_restricted_and_forbidding_decoders_on_cuda_equal_cpu(seed):
+    """Allowed labels (node offsets) and forbidden spans (the augmented lattice) on the GPU."""
+    from structperc.decode.forbidden_spans import nbest_forbidding, viterbi_forbidding
+    from structperc.decode.node_offsets import offset_potentials, restriction
+
+    pot, lengths = random_chains(seed, L=5)
+    gen = torch.Generator().manual_seed(seed)
+    allowed = torch.rand(pot.shape[0], pot.shape[1], 5, generator=gen) < 0.6
+    allowed[..., 0] = True
+    within = offset_potentials(pot, restriction(allowed, pot.dtype))
+    spans = [[(2, 4, 1, 2), (5, 6, 3, 4)] for _ in range(pot.shape[0])]
+    for fn, args in ((viterbi_forbidding, ()), (nbest_forbidding, (7,))):
+        paths, scores = fn(within, lengths, spans, *args)
+        gpaths, gscores = fn(within.to(CUDA), lengths.to(CUDA), spans, *args)
+        assert torch.equal(gpaths.cpu(), paths)
+        torch.testing.assert_close(gscores.cpu(), scores)

@@ -265,3 +265,34 @@ def test_predict_batched_equals_one_at_a_time(model):
     many = structure.predict(PartData(mats), batch_size=3)
     assert all(a.equal(b) for a, b in zip(one, many, strict=True))
     assert [len(y) for y in one] == [len(s[0].split()) for s in SENTS]
+
+
+def test_constrained_argmax_keeps_the_constraints_and_is_best_among_such(model):
+    """The structure's constrained argmax equals the best structure, by enumeration, among those
+    whose POS and NP tags are allowed and that hold no forbidden chunk."""
+    from structperc.data.label_chunk import chunks, token_codes
+    from structperc.decode.label_chunk_reference import as_lists, enumerate_structures, part_score
+
+    features, mats, _ = model
+    structure = LabelChunkStructure(random_weights(features, seed=11))
+    d = 2  # "Dogs bark": few enough structures to enumerate
+    offsets = mats["pos_node"].doc_offsets
+    n = int(offsets[d + 1] - offsets[d])
+    batch = make_part_batch(mats, [d])
+    gen = torch.Generator().manual_seed(2)
+    pos_allowed = torch.rand(1, n, 5, generator=gen) < 0.6
+    pos_allowed[..., 0] |= ~pos_allowed.any(-1)
+    tag_allowed = torch.rand(1, n, 3, generator=gen) < 0.7
+    tag_allowed[..., 0] |= ~tag_allowed.any(-1)
+    forbidden = [[(0, 2, 1)]]
+    y = structure.constrained_argmax(batch, pos_allowed, tag_allowed, forbidden)
+    pot = structure.potentials(batch)
+    lists = as_lists(pot, 0)
+    best = max(
+        part_score(lists, 0, z)
+        for z in enumerate_structures(n, 2, 5)
+        if all(pos_allowed[0, t, token_codes(z)[0][t]] for t in range(n))
+        and all(tag_allowed[0, t, token_codes(z)[1][t]] for t in range(n))
+        and (0, 1, 1) not in chunks(z)
+    )
+    assert part_score(lists, 0, y) == pytest.approx(best)

@@ -111,6 +111,9 @@ class Bucket:
     index:  X^T of the bucket's tokens (mini-batch training only).
     layout: where its tokens go in the sequential scan's edges (``edges.RowLayout``), made
             by ``bucket_loss`` on first use and kept (it depends on the layout alone).
+    offset: [N_b, L] float64 cost offsets of the node scores, or None (``crf/targets.py``).
+    mask:   [N_b, L] float64 restriction of a partial annotation (0 or ``NEG``), or None.
+    known:  [N_b] bool, the tokens whose label is known, or None (all of them).
     """
 
     batch: FeatureBatch
@@ -118,6 +121,9 @@ class Bucket:
     tokens: Tensor
     index: TransposedIndex | None = None
     layout: RowLayout | None = None
+    offset: Tensor | None = None
+    mask: Tensor | None = None
+    known: Tensor | None = None
 
 
 def length_buckets(lengths: list[int], budget: int) -> list[list[int]]:
@@ -169,8 +175,10 @@ def make_buckets(
     device: str | torch.device,
     packed: bool = False,
     sequential: bool = False,
+    targets=None,
 ) -> list[Bucket]:
-    """``Bucket``s of all documents of ``features`` (gold ``labels`` [N] over all tokens).
+    """``Bucket``s of all documents of ``features`` (gold ``labels`` [N] over all tokens;
+    ``targets``: the ``crf.targets.LikelihoodTargets`` of partial annotation and costs).
 
     ``packed``: the bucket's sequences are rows of several documents end to end (the module
     docstring: the same objective and gradient with a third less DP work on CoNLL-2003); else
@@ -198,14 +206,20 @@ def make_buckets(
             )
         else:  # full batch: one lookup over all tokens, so keep the layout, not a copy of X
             index, batch = None, layout_only(batch)
-        out.append(
-            Bucket(
-                batch=batch.to(device),
-                labels=gold_tokens.to(device),
-                tokens=tokens.to(device),
-                index=index,
-            )
+        bucket = Bucket(
+            batch=batch.to(device),
+            labels=gold_tokens.to(device),
+            tokens=tokens.to(device),
+            index=index,
         )
+        if targets is not None:
+            if targets.offset is not None:
+                bucket.offset = targets.offset[tokens].to(device)
+            mask = targets.mask(tokens)
+            if mask is not None:
+                bucket.mask = mask.to(device)
+                bucket.known = targets.known[tokens].to(device)
+        out.append(bucket)
     return out
 
 

@@ -49,27 +49,45 @@ def check_compiled(weights: ChainWeights, device, sgd: bool = False) -> None:
 
 class KernelInputs:
     """The arrays the kernels read: the CSR features, values and gold labels of the documents,
-    and the weights whose tables they read (``check_compiled``: where they can run)."""
+    and the weights whose tables they read (``check_compiled``: where they can run).  With
+    ``targets`` (``crf/targets.py``) the gold has -1 at open tokens, and the cost offsets and
+    allowed labels go to the kernel (empty arrays: none)."""
 
     def __init__(
-        self, weights: ChainWeights, features: FeatureMatrix, labels: Tensor, sgd: bool = False
+        self,
+        weights: ChainWeights,
+        features: FeatureMatrix,
+        labels: Tensor,
+        targets=None,
+        sgd: bool = False,
     ):
         check_compiled(weights, features.ids.device, sgd)
         self.weights = weights
         self.mapped = features.mapped  # (from disk: features/store.py)
         self.csr = csr_arrays(features)  # doc_offsets, ids, offsets, values, weighted
         self.doc_offsets = self.csr[0]  # [D + 1]
+        L = weights.num_labels
+        self.offset = np.zeros((0, L))  # [N, L] float64 cost offsets, or none
+        self.allowed = np.zeros((0, L), np.uint8)  # [N, L] allowed labels, or none
+        if targets is not None:
+            labels = targets.gold
+            if targets.offset is not None:
+                self.offset = np.ascontiguousarray(targets.offset.numpy(), np.float64)
+            if targets.allowed is not None:
+                self.allowed = np.ascontiguousarray(targets.allowed.numpy(), np.uint8)
         self.labels = labels.cpu().numpy().astype(np.int64)  # [N]
 
 
 class CompiledObjective(KernelInputs):
     """f(w) and its gradient over ``features`` with gold ``labels`` [N] (this rank's shard)."""
 
-    def __init__(self, weights: ChainWeights, features: FeatureMatrix, labels: Tensor):
-        from structperc.native.crf_kernels import nll_gradient
+    def __init__(
+        self, weights: ChainWeights, features: FeatureMatrix, labels: Tensor, targets=None
+    ):
+        from structperc.native.crf_kernels import targets_nll_gradient
 
-        super().__init__(weights, features, labels)
-        self.kernel = nll_gradient
+        super().__init__(weights, features, labels, targets)
+        self.kernel = targets_nll_gradient
         D = len(self.doc_offsets) - 1
         # features mapped from disk are read RELEASE_EVERY documents a call, their pages
         # released after each (features/store.py); the sums are the same
@@ -82,7 +100,7 @@ class CompiledObjective(KernelInputs):
     def _run(self, doc_offsets, total: float = 0.0) -> tuple[float, int]:
         return self.kernel(
             doc_offsets, *self.csr[1:], self.labels, *table_arrays(self.weights),
-            self.grad_node, self.grad_trans, total,
+            self.grad_node, self.grad_trans, total, self.offset, self.allowed,
         )  # fmt: skip
 
     def warm(self) -> None:

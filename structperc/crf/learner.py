@@ -47,9 +47,11 @@ from dataclasses import dataclass, replace
 import torch
 
 from structperc.crf.optimization import LBFGSTraining, SGDTraining, StopRequest
+from structperc.crf.targets import LikelihoodTargets, likelihood_targets
 from structperc.decode.marginals import SCANS
 from structperc.distributed import SERIAL, Group
 from structperc.learn.base import Learner
+from structperc.learn.costs import cost_vector
 from structperc.learn.fitting import FitResult, FitSettings, rank_shard
 from structperc.model.updates import Updater
 from structperc.native import available as numba_available
@@ -90,6 +92,9 @@ class CRF(Learner):
             ``native/crf_kernels.py``, numba, for L-BFGS and SGD), or ``"auto"``:
             sequential for L-BFGS with edge features on a CPU, scaled otherwise (``resolved``).
         dtype: floating type of the DP (``"float64"``: exact log Z over 1,000-token documents).
+        label_costs: label (or chunk type) -> the cost of missing it: the softmax-margin
+            likelihood, every rival labeling weighted by exp of its weighted Hamming loss
+            (``learn/costs.py``); None: the plain likelihood.
 
     Cost of one L-BFGS iteration: ~1 evaluation = 2 lookups + 2 transposed lookups over all
     training features (O(nnz (L + L^2))), the DP O(N L^3), and O(m (F L^2)) for the update;
@@ -115,6 +120,7 @@ class CRF(Learner):
     support: str = "all"
     scan: str = "auto"
     dtype: str = "float64"
+    label_costs: dict | None = None
 
     def __post_init__(self) -> None:
         if self.c2 is not None:
@@ -173,6 +179,24 @@ class CRF(Learner):
         sequential = edges and self.optimizer == "lbfgs" and cpu
         return replace(self, scan="sequential" if sequential else "scaled")
 
+    def targets(self, structure, data) -> LikelihoodTargets | None:
+        """The likelihood's targets (``crf/targets.py``) when the data leave tokens open or the
+        learner has label costs; None for the plain likelihood."""
+        costs = cost_vector(self.label_costs, structure.weights.labels)
+        allowed = getattr(data, "allowed", None)
+        if costs is None and allowed is None:
+            return None
+        targets = likelihood_targets(data.labels, allowed, costs)
+        if targets.offset is None and targets.allowed is None:
+            return None
+        if targets.allowed is not None:
+            log.info(
+                "CRF: %d of %d training tokens open: the likelihood of the compatible labelings",
+                int((~targets.known).sum()),
+                len(targets.gold),
+            )
+        return targets
+
     def fit(
         self,
         structure,
@@ -210,9 +234,26 @@ class CRF(Learner):
             data = data.subset(rank_shard(data, group))
         limit = min(self.max_iterations, settings.max_epochs)
         optimization = LBFGSTraining if self.optimizer == "lbfgs" else SGDTraining
+        learner = self.resolved(structure.weights.edges, settings.device, data.features.mapped)
+        targets = self.targets(structure, data)
+        edges = structure.weights.edges
+        if (
+            targets is not None
+            and learner.scan == "compiled"
+            and (self.optimizer == "sgd" or edges)
+        ):
+            # the compiled SGD epochs and the edge-feature kernel read the plain gold alone
+            scan = "sequential" if edges and self.optimizer == "lbfgs" else "scaled"
+            log.info(
+                "the compiled %s takes no partial annotation or label costs: the CRF runs the "
+                "%s scan",
+                "SGD epochs" if self.optimizer == "sgd" else "edge-feature objective",
+                scan,
+            )
+            learner = replace(learner, scan=scan)
         with StopRequest() as stop:
             run = optimization(
-                self.resolved(structure.weights.edges, settings.device, data.features.mapped),
+                learner,
                 structure,
                 data.features,
                 data.labels,
@@ -221,5 +262,6 @@ class CRF(Learner):
                 settings.progress and group.is_main,
                 group=group,
                 warm=settings.warm,
+                targets=targets,
             )
             return run.fit(limit, on_epoch, stop, past)

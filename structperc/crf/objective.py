@@ -68,8 +68,36 @@ def bucket_loss(
 
     The structure's likelihood (``ChainStructure.nll``) of the potentials of those scores; the
     same written straight into torch-struct's layout (``edges.py``) for one transition matrix,
-    and for edge features on the sequential scan.
+    and for edge features on the sequential scan.  With the bucket's cost offsets and partial
+    annotation the two passes of ``crf/targets.py``: nll(S + o) - nll(S + o + m).
     """
+    if bucket.offset is None and bucket.mask is None:
+        return gold_nll(learner, structure, scores, bucket, transition)
+    L = structure.num_labels
+    shifted = shift_nodes(scores, bucket.offset, L)
+    loss = gold_nll(learner, structure, shifted, bucket, transition)
+    if bucket.mask is not None:
+        restricted = shift_nodes(shifted, bucket.mask, L)
+        loss = loss - gold_nll(learner, structure, restricted, bucket, transition)
+    return loss
+
+
+def shift_nodes(scores: Tensor, offset: Tensor | None, L: int) -> Tensor:
+    """Token scores [N_b, L (+ L*L)] with ``offset`` [N_b, L] added to the node part."""
+    if offset is None:
+        return scores
+    node = scores[:, :L] + offset.to(scores.dtype)
+    return node if scores.shape[1] == L else torch.cat([node, scores[:, L:]], dim=1)
+
+
+def gold_nll(
+    learner: CRFSettings,
+    structure: ChainStructure,
+    scores: Tensor,
+    bucket: Bucket,
+    transition: Tensor | None = None,
+) -> Tensor:
+    """Sum of log Z - s(y) over the bucket's documents, y their ``labels`` (``bucket_loss``)."""
     L = structure.num_labels
     if transition is not None:  # straight into torch-struct's layout
         return transition_nll(scores, transition, bucket.batch, bucket.labels, learner.scan)
@@ -86,8 +114,9 @@ def bucket_loss(
 
 def reads_in_place(learner: CRFSettings, edges: bool, bucket: Bucket, num_tokens: int) -> bool:
     """The sequential scan with edge features over a bucket of every token: it reads the
-    lookup's token scores as they are (``whole_set_loss``)."""
-    return learner.scan == "sequential" and edges and len(bucket.tokens) == num_tokens
+    lookup's token scores as they are (``whole_set_loss``); not with costs or open tokens."""
+    plain = bucket.offset is None and bucket.mask is None
+    return plain and learner.scan == "sequential" and edges and len(bucket.tokens) == num_tokens
 
 
 def whole_set_loss(
@@ -109,8 +138,12 @@ def whole_set_loss(
     return float(loss.detach()), grad, posterior_errors(grad[:, :num_labels], bucket.layout.labels)
 
 
-def posterior_errors(node_grad: Tensor, labels: Tensor) -> int:
-    """Tokens whose most probable label (marginal = node gradient + gold one-hot) is wrong."""
+def posterior_errors(node_grad: Tensor, labels: Tensor, known: Tensor | None = None) -> int:
+    """Tokens whose most probable label (marginal = node gradient + gold one-hot) is wrong; of
+    a partial annotation only the ``known`` tokens (there the restricted marginal is the
+    one-hot, so the formula holds)."""
+    if known is not None:
+        node_grad, labels = node_grad[known], labels[known]
     marg = node_grad.detach().clone()
     marg[torch.arange(len(labels), device=labels.device), labels] += 1.0
     return int((marg.argmax(dim=1) != labels).sum())
@@ -163,7 +196,7 @@ def full_objective(
         if t is not None:
             grad_transition += t.grad
         total += float(loss.detach())
-        errors += posterior_errors(s.grad[:, :L], bucket.labels)
+        errors += posterior_errors(s.grad[:, :L], bucket.labels, bucket.known)
     torch.autograd.backward(
         token_scores, torch.zeros_like(scores) if grad_scores is None else grad_scores
     )

@@ -168,12 +168,16 @@ class Optimization:
         progress,
         group: Group = SERIAL,
         warm: bool = False,
+        targets=None,
     ):
         self.t_start = time.perf_counter()
         if learner.scan != "compiled":  # (crf/compiled.py checks its own needs)
             check_scan(learner.scan)  # resolved by ``CRF.resolved``
         self.learner, self.structure, self.weights = learner, structure, structure.weights
         self.features, self.labels = features, labels
+        self.targets = targets  # crf/targets.py: partial annotation and costs, or None
+        if targets is not None:
+            self.labels = targets.labels  # a compatible label at every open token
         self.seed, self.device, self.progress = seed, device, progress
         self.group = group  # the ranks whose shards (``features``) make up the training set
         self.warm = warm  # the tables hold a saved model to continue (``FitSettings.warm``)
@@ -191,6 +195,7 @@ class Optimization:
             device=self.device,
             packed=packed,
             sequential=sequential,
+            targets=self.targets,
         )
 
     def iteration(self, k: int) -> Iteration:
@@ -493,7 +498,7 @@ class LBFGSTraining(Optimization):
         self.buckets: list = []
         edge_kernel = self.learner.scan == "compiled" and weights.edges
         if self.learner.scan == "compiled" and not weights.edges:
-            self.compiled = CompiledObjective(weights, self.features, self.labels)
+            self.compiled = CompiledObjective(weights, self.features, self.labels, self.targets)
         elif not edge_kernel:
             f = features_cpu(self.features)
             index = TransposedIndex.build(f.ids, f.offsets, weights.num_features, f.values)
@@ -508,7 +513,8 @@ class LBFGSTraining(Optimization):
         self.support = None
         if self.learner.support == "observed":  # CRFsuite's model (sparse.py)
             features = features_cpu(self.features)
-            support = Support.observed(weights, features, self.labels.cpu(), self.group)
+            allowed = None if self.targets is None else self.targets.allowed
+            support = Support.observed(weights, features, self.labels.cpu(), self.group, allowed)
             self.support = support.to(device)
             if self.warm:  # a saved model's weights stay trainable (``Support.with_nonzero``)
                 self.support = self.support.with_nonzero(tables)
@@ -686,7 +692,7 @@ class SGDTraining(Optimization):
                     loss = bucket_loss(learner, self.structure, scores, bucket, transition)
                     loss.backward()
                 total += float(loss.detach())
-                errors += posterior_errors(scores.grad[:, :L], bucket.labels)
+                errors += posterior_errors(scores.grad[:, :L], bucket.labels, bucket.known)
                 opt.step([leaf.grad for leaf in leaves], bucket.batch.num_docs)
         opt.fold()
         sq = sum(float(torch.dot(w.view(-1), w.view(-1))) for w in tables)

@@ -195,9 +195,12 @@ class Support:
         features: FeatureMatrix,
         labels: Tensor,
         group: Group = SERIAL,
+        allowed: Tensor | None = None,
     ) -> Support:
         """The (feature, label) pairs of ``features`` with gold ``labels`` [N] (CPU tensors),
-        and with edge features the (feature, previous label, label) triples."""
+        and with edge features the (feature, previous label, label) triples.  With a partial
+        annotation (``allowed`` [N, L]) an open token observes every label it allows with each
+        of its features (the edge triples: of known neighbours alone)."""
         L, F = weights.num_labels, weights.num_features
         node = torch.zeros(F * L, dtype=torch.bool)
         edge = torch.zeros(F * L * L if weights.edges else L * L, dtype=torch.bool)
@@ -214,8 +217,16 @@ class Support:
             token = torch.repeat_interleave(torch.arange(start, stop), counts)  # [nnz]
             f = ids[a:b].long()
             node[f * L + labels[token]] = True
+            if allowed is not None:  # the open tokens: every label they allow
+                rows = allowed[token]  # [nnz, L]
+                many = rows.sum(1) > 1
+                pair, label = rows[many].nonzero(as_tuple=True)
+                node[f[many][pair] * L + label] = True
             if weights.edges:
                 inside = ~first[token]
+                if allowed is not None:  # known pairs alone
+                    one = allowed.sum(1) == 1
+                    inside &= one[token] & one[torch.clamp(token - 1, min=0)]
                 t = token[inside]
                 edge[(f[inside] * L + previous[t]) * L + labels[t]] = True
         masks = [node.view(F, L), edge.view(-1, L * L)]

@@ -35,6 +35,7 @@ from .conll import (
     ConllFormatError,
     check_column_map,
     check_encoding,
+    check_partial_marks,
     convert_tags,
     document_text,
     read_conll,
@@ -42,6 +43,7 @@ from .conll import (
 )
 from .document import Document
 from .loading import resolve_data_dir
+from .partial import ANY_OF, UNKNOWN, has_partial, is_partial, shown
 from .schemes import PLAIN, SchemeError, detect_scheme, from_iob2, scheme_name
 from .tags import valid_iob2
 
@@ -58,7 +60,9 @@ class ColumnFormat:
     (``auto``, a scheme of ``data/schemes.py``, or ``plain``); tag_columns: other columns read as
     chunk tags, name -> scheme (CoNLL-2003's chunk column: IOB1); encoding, separator
     (``whitespace`` | ``tab``), documents (``docstart`` | ``sentence`` | a boundary line),
-    comments (skip ``#`` lines).
+    comments (skip ``#`` lines); unknown: the label that leaves a token open (``?``; None: no
+    such label), any_of: the separator of a label cell that lists a token's possible labels
+    (``B-PER|O``; None: none), the partial annotation of ``data/partial.py``.
     """
 
     columns: tuple[str, ...]
@@ -69,6 +73,8 @@ class ColumnFormat:
     documents: str = "sentence"
     comments: bool = False
     tag_columns: dict[str, str] = field(default_factory=dict)
+    unknown: str | None = UNKNOWN
+    any_of: str | None = None
 
     def __post_init__(self) -> None:
         columns = check_column_map(self.columns)
@@ -93,6 +99,7 @@ class ColumnFormat:
             )
         tags = {c: scheme_name(s) for c, s in self.tag_columns.items()}
         object.__setattr__(self, "tag_columns", tags)
+        check_partial_marks(self.unknown, self.any_of)
 
     @property
     def boundary(self) -> str | None:
@@ -118,6 +125,8 @@ class ColumnFormat:
             comments=self.comments,
             tag_columns=self.tag_columns,
             optional_label=optional_label,
+            unknown=self.unknown,
+            any_of=self.any_of,
         )
 
     def write(
@@ -142,7 +151,9 @@ class ColumnFormat:
         (IOB2) in the corpus's scheme."""
         scheme = self.scheme if self.scheme != AUTO else "iob2"
         back = replace(doc)
-        if back.tags is not None:
+        if has_partial(doc.tags):  # open tokens: IOB2 cells as the marks write them
+            back.tags = [shown(t, self.unknown or UNKNOWN, self.any_of or ANY_OF) for t in doc.tags]
+        elif back.tags is not None:
             back.tags = in_scheme(doc, doc.tags, scheme)
         back.columns = {
             k: in_scheme(doc, v, self.tag_columns[k]) if k in self.tag_columns else v
@@ -283,12 +294,26 @@ def corpus_scheme(corpus: dict[str, list[Document]], label: str) -> str:
                 if doc.tags is None:
                     continue
                 for s, e in doc.sentence_spans():
-                    yield doc.tags[s:e], lambda j, doc=doc, s=s: token_line(doc, s + j)
+                    for a, b in known_runs(doc.tags, s, e):  # (open tokens tell nothing)
+                        yield doc.tags[a:b], lambda j, doc=doc, a=a: token_line(doc, a + j)
 
     try:
         return detect_scheme(sentences())
     except SchemeError as err:
         raise ConllFormatError(f"{label}: {err}") from None
+
+
+def known_runs(tags: Sequence[str], start: int, end: int) -> list[tuple[int, int]]:
+    """The [a, b) runs of tokens start..end-1 whose labels are known (no partial cell)."""
+    runs, a = [], start
+    for t in range(start, end):
+        if is_partial(tags[t]):
+            if t > a:
+                runs.append((a, t))
+            a = t + 1
+    if end > a:
+        runs.append((a, end))
+    return runs
 
 
 def hold_out(docs: list[Document], size: float, seed: int) -> tuple[list[Document], list[Document]]:

@@ -38,7 +38,8 @@ from dataclasses import replace
 from structperc.io import read_input_bytes, write_output_pieces
 
 from .document import Document
-from .schemes import CHUNK_SCHEMES, PLAIN, SchemeError, scheme_name, to_iob2
+from .partial import ANY_OF, UNKNOWN, cells_to_iob2, is_partial, raw_cells, shown
+from .schemes import CHUNK_SCHEMES, PLAIN, SchemeError, scheme_name
 from .tags import TagError, split_tag
 
 LAYOUTS: dict[str, tuple[str, ...]] = {
@@ -271,6 +272,8 @@ def read_conll(
     comments: bool = False,
     tag_columns: dict[str, str] | None = None,
     optional_label: bool = False,
+    unknown: str | None = UNKNOWN,
+    any_of: str | None = None,
 ) -> list[Document]:
     """Read a CoNLL file into Documents with IOB2 tags.
 
@@ -294,6 +297,9 @@ def read_conll(
     max_docs:  stop after this many documents (the rest of the file is not read).
     encoding, separator, comments: the module docstring's.
     optional_label: a column map's file may lack its label column (unlabeled input to tag).
+    unknown:   the label that leaves a token open (``?``; None: no such label), any_of: the
+               separator of a label cell that lists a token's possible labels (``B-PER|O``;
+               None: none): partial annotation, kept as ``data.partial`` cells.
 
     ``columns`` holds every column but the token and the label; IOB columns are converted to
     IOB2 per sentence.  Lines end in LF, CRLF or CR.  Raises ConllFormatError, naming the file
@@ -303,7 +309,7 @@ def read_conll(
     if max_docs is not None and max_docs < 0:
         raise ValueError(f"max_docs must be >= 0 or None, got {max_docs}")
     parse = _parse(path, layout, documents, columns, scheme, label, encoding, separator,
-                   comments, tag_columns, optional_label)  # fmt: skip
+                   comments, tag_columns, optional_label, unknown, any_of)  # fmt: skip
     if max_docs == 0:
         return []
     # The parse makes ~1e5 small containers and no cycles: collecting meanwhile only costs time.
@@ -329,16 +335,19 @@ def iter_conll(
     comments: bool = False,
     tag_columns: dict[str, str] | None = None,
     optional_label: bool = False,
+    unknown: str | None = UNKNOWN,
+    any_of: str | None = None,
 ) -> Iterator[Document]:
     """``read_conll``'s documents one at a time, as they are parsed: the file's text is read
     at once, its documents are not kept (a corpus larger than memory).  The same options; the
     options are checked at once, an error in the file is raised when the parse reaches it."""
     return _parse(path, layout, documents, columns, scheme, label, encoding, separator,
-                  comments, tag_columns, optional_label)()  # fmt: skip
+                  comments, tag_columns, optional_label, unknown, any_of)()  # fmt: skip
 
 
 def _parse(path, layout, documents, columns, scheme, label, encoding, separator, comments,
-           tag_columns, optional_label) -> Callable[[], Iterator[Document]]:  # fmt: skip
+           tag_columns, optional_label, unknown=UNKNOWN,
+           any_of=None) -> Callable[[], Iterator[Document]]:  # fmt: skip
     """The options checked (ValueError naming a bad one), and the parse of the file as a
     function that starts it."""
     _check_layout(layout)
@@ -353,6 +362,7 @@ def _parse(path, layout, documents, columns, scheme, label, encoding, separator,
             ) from None
     if separator not in SEPARATORS:
         raise ValueError(f"separator must be one of {SEPARATORS}, got {separator!r}")
+    check_partial_marks(unknown, any_of)
     mode = DEFAULT_DOCUMENTS[layout] if documents is None else documents
     if not isinstance(mode, str) or not mode.strip(BLANK) or "\n" in mode or "\r" in mode:
         raise ValueError(
@@ -364,6 +374,7 @@ def _parse(path, layout, documents, columns, scheme, label, encoding, separator,
         text = universal_newlines(text)
         parser = _Parser(name, layout, mode, columns, scheme, label, tag_columns)
         parser.tabs, parser.optional_label = separator == "tab", optional_label
+        parser.unknown, parser.any_of = unknown, any_of or None
         if comments:
             text = _blank_comments(text, parser.boundary)
         yield from parser.documents(text)
@@ -372,6 +383,18 @@ def _parse(path, layout, documents, columns, scheme, label, encoding, separator,
 
 
 _COMMENT = re.compile(r"^[ \t]*#[^\n]*", re.MULTILINE)
+
+
+def check_partial_marks(unknown: str | None, any_of: str | None) -> None:
+    """ValueError unless the unknown mark and the any-of separator are None or non-empty texts
+    without blanks (they are read inside one column)."""
+    for key, mark in (("data.unknown", unknown), ("data.any_of", any_of)):
+        if mark is not None and (not isinstance(mark, str) or not mark or _FIELD.fullmatch(mark)
+                                 is None or _CONTROL.search(mark)):  # fmt: skip
+            raise ValueError(f"{key} must be a label-column text without blanks, or null; "
+                             f"got {mark!r}")  # fmt: skip
+    if unknown is not None and any_of is not None and any_of in unknown:
+        raise ValueError(f"data.unknown={unknown!r} holds the any-of separator {any_of!r}")
 
 
 def _blank_comments(text: str, boundary: str) -> str:
@@ -417,6 +440,8 @@ class _Parser:
         self.boundaries = 0  # boundary lines seen
         self.tabs = False  # separator=tab
         self.optional_label = False  # a column map's file may lack the label column
+        self.unknown: str | None = UNKNOWN  # a label that leaves a token open
+        self.any_of: str | None = None  # separates the labels of a cell that lists several
         self.width = 0  # columns per token line, fixed by the first one
         self.first_line = 0
         self.label_index = -1  # field index of the label column, -1 for unlabeled input
@@ -485,8 +510,16 @@ class _Parser:
                         f"expected {width} tab-separated columns, got {lines[j]!r}"
                     )
         columns: list[Sequence[str]] = list(zip(*rows, strict=True))
+        partial = self.label_index >= 0 and self._open(columns[self.label_index])
+        if partial:
+            columns[self.label_index] = raw_cells(
+                columns[self.label_index], self.unknown, self.any_of
+            )
         for c in self.iob:
-            columns[c.index] = c.convert(columns[c.index], self.path, first_line)
+            if partial and c.index == self.label_index:
+                columns[c.index] = _partial_iob2(columns[c.index], c, self.path, first_line)
+            else:
+                columns[c.index] = c.convert(columns[c.index], self.path, first_line)
         if not self.tokens:
             self.source = f"{self.path}:{first_line}"
         self.starts.append(len(self.tokens))
@@ -496,6 +529,13 @@ class _Parser:
             col.extend(columns[i])
         if self.label_index >= 0:
             self.labels.extend(columns[self.label_index])
+
+    def _open(self, labels: Sequence[str]) -> bool:
+        """Whether a sentence's labels leave a token open (the unknown mark, an any-of cell)."""
+        unknown, any_of = self.unknown, self.any_of
+        if unknown is not None and unknown in labels:
+            return True
+        return bool(any_of) and any(any_of in x and x != any_of for x in labels)
 
     def _end_doc(self) -> None:
         if self.tokens:
@@ -586,13 +626,25 @@ class _Parser:
         return doc
 
 
+def _partial_iob2(cells: Sequence[str], column: _IobColumn, path: str, first_line: int):
+    """A sentence's label cells with open tokens in IOB2 (``partial.cells_to_iob2``);
+    ConllFormatError naming the line of a label the scheme does not read."""
+    try:
+        return cells_to_iob2(cells, column.scheme)
+    except SchemeError as err:
+        raise ConllFormatError(
+            f"{path}:{first_line + err.index}: column {column.index + 1} ({column.name}): {err}"
+        ) from None
+
+
 def convert_tags(doc: Document, tags: list[str], scheme: str, column: str = "label") -> list[str]:
     """One column of ``doc`` (its ``tags`` or another) read in ``scheme`` and written in IOB2,
-    sentence by sentence; ConllFormatError naming the file and line of a tag it cannot read."""
+    sentence by sentence (open tokens as ``partial`` cells); ConllFormatError naming the file and
+    line of a tag it cannot read."""
     out: list[str] = []
     for s, e in doc.sentence_spans():
         try:
-            out.extend(to_iob2(tags[s:e], scheme))
+            out.extend(cells_to_iob2(tags[s:e], scheme))
         except SchemeError as err:
             raise ConllFormatError(f"{token_line(doc, s + err.index)}: {column}: {err}") from None
     return out
@@ -609,7 +661,7 @@ def _doc_rows(
     if layout is None:
         named = [("tokens", doc.tokens), *doc.columns.items()]
         if doc.tags is not None:
-            named.append(("tags", doc.tags))
+            named.append(("tags", _written_cells(doc.tags)))
     else:
         skip = ["_"] * len(doc.tokens)
         named = []
@@ -618,7 +670,7 @@ def _doc_rows(
                 named.append(("tokens", doc.tokens))
             elif name == label:
                 if doc.tags is not None:
-                    named.append(("tags", doc.tags))
+                    named.append(("tags", _written_cells(doc.tags)))
             else:
                 named.append((name, doc.columns.get(name, skip)))
     if prediction is not None:
@@ -630,6 +682,13 @@ def _doc_rows(
                 f"expected {len(doc.tokens)} (one per token)"
             )
     return list(zip(*(col for _, col in named), strict=True))
+
+
+def _written_cells(tags: Sequence[str]) -> Sequence[str]:
+    """Tags as written: an open token's cell as the unknown mark or its labels joined."""
+    if not any(map(is_partial, tags)):
+        return tags
+    return [shown(t, UNKNOWN, ANY_OF) for t in tags]
 
 
 def write_conll(

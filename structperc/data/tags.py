@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import torch
 
 from structperc.data.document import Document
+from structperc.data.partial import allowed_mask, cell_labels, has_partial, is_partial, known_tags
 
 OUTSIDE = "O"
 PREFIXES = ("B", "I")
@@ -122,9 +123,25 @@ def spans(tags: list[str]) -> list[tuple[int, int, str]]:
     return out
 
 
+def known_spans(tags: Sequence[str]) -> list[tuple[int, int, str]]:
+    """The entity spans (start, end exclusive, type) a partial annotation fixes: every token of
+    the span known, and the token after it known (or the end); ``spans`` of a full one."""
+    out = []
+    for start, end, kind in spans(known_tags(tags)):
+        inside = not any(is_partial(t) for t in tags[start:end])
+        closed = end == len(tags) or not is_partial(tags[end])
+        if inside and closed:
+            out.append((start, end, kind))
+    return out
+
+
 def label_set(docs: list[Document]) -> list[str]:
-    """Sorted label set of the (training) documents, "O" first."""
-    tags = {t for d in docs for t in (d.tags or [])}
+    """Sorted label set of the (training) documents, "O" first: their labels and the labels
+    their partial cells name (``data/partial.py``)."""
+    tags: set[str] = set()
+    for d in docs:
+        for cell in set(d.tags or ()):
+            tags |= cell_labels(cell) or set()
     if not tags:
         raise ValueError("the training documents carry no tags")
     return ordered_labels(tags)
@@ -136,7 +153,29 @@ def ordered_labels(tags) -> list[str]:
 
 
 def encode_labels(docs: list[Document], labels: list[str]) -> torch.Tensor:
-    """[N] label ids of every token; a tag outside ``labels`` maps to "O"."""
+    """[N] label ids of every token; a tag outside ``labels`` maps to "O".  ValueError for a
+    document with open tokens (``encode_partial`` reads those)."""
+    for d in docs:
+        if has_partial(d.tags):
+            raise ValueError(
+                f"{d.source or 'a document'}: its labels leave tokens open (partial annotation): "
+                "only training reads them (encode_partial)"
+            )
     index = {t: i for i, t in enumerate(labels)}
     fallback = index.get(OUTSIDE, 0)
     return torch.tensor([index.get(t, fallback) for d in docs for t in (d.tags or [])])
+
+
+def encode_partial(
+    docs: list[Document], labels: list[str]
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(label ids [N], allowed [N, L] bool or None) of the documents' tokens: an open token's id
+    is -1 and its row of ``allowed`` the labels its cell allows (``partial.allowed_mask``);
+    ``allowed`` is None when no token is open (then the ids are ``encode_labels``')."""
+    if not any(has_partial(d.tags) for d in docs):
+        return encode_labels(docs, labels), None
+    index = {t: i for i, t in enumerate(labels)}
+    fallback = index.get(OUTSIDE, 0)
+    ids = [-1 if is_partial(t) else index.get(t, fallback) for d in docs for t in (d.tags or [])]
+    rows = [allowed_mask(d.tags or [], labels) for d in docs]
+    return torch.tensor(ids, dtype=torch.long), torch.cat(rows) if rows else None

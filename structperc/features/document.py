@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from structperc.data.document import Document
+from structperc.data.partial import has_partial
 from structperc.data.tags import OUTSIDE, split_tag
 from structperc.features.non_local.codes import code_names, label_classes, reachable_codes
 from structperc.features.non_local.document_index import DocumentIndex
@@ -108,7 +109,7 @@ class NonLocalFeatures:
 
     def fit(self, docs: Iterable[Document], labels: Sequence[str] | None = None):
         """Fix the labels and, for ``gold``/``grow``, keep the codes of the gold labelings."""
-        docs = [d for d in docs if d.tags is not None]
+        docs = [d for d in docs if d.tags is not None and not has_partial(d.tags)]  # gold known
         if labels is None and not self.labels:
             tags = {t for d in docs for t in d.tags}
             labels = sorted(tags | {OUTSIDE}, key=lambda t: (t != OUTSIDE, t))

@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from structperc.data.document import Document
-from structperc.data.tags import spans
+from structperc.data.tags import known_spans
 
 Entries = dict[str, set[tuple[str, ...]]]  # type -> set of token tuples
 
@@ -81,7 +81,7 @@ def jackknife_entries(train: list[Document], entries: Entries, folds: int) -> li
     for i, doc in enumerate(train):
         if doc.tags is None:
             continue
-        for start, end, typ in spans(doc.tags):
+        for start, end, typ in known_spans(doc.tags):  # (the entities the annotation fixes)
             seen[(typ, tuple(doc.tokens[start:end]))].add(i % folds)
     out = []
     for k in range(folds):

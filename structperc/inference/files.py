@@ -26,7 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from structperc.data.conll import read_utf8
+from structperc.data.constraints import Constraints
 from structperc.data.document import Document, runs_of
+from structperc.data.partial import UNKNOWN
 from structperc.data.text import entity_spans, read_text
 from structperc.distributed import SERIAL, Group, contiguous_shards
 from structperc.eval.chunks import evaluate
@@ -101,6 +103,8 @@ class TagJob(TaggerSettings):
     scheme: str | None = None
     documents: str | None = None
     evaluate: bool = True
+    constraint_column: str | None = None
+    unknown: str = UNKNOWN
 
     @classmethod
     def of(cls, settings: dict) -> TagJob:
@@ -115,6 +119,10 @@ class TagJob(TaggerSettings):
                 f"output_format must be one of {OUTPUT_FORMATS}, got {self.output_format!r}"
             )
         refuse_overwriting_input(self.input, self.output)
+        if self.constraint_column is not None and self.input_format == "text":
+            raise ValueError(
+                f"constraint_column={self.constraint_column}: plain text has no columns"
+            )
         loading = {f.name: getattr(self, f.name) for f in fields(TaggerSettings)}
         tagger = TaggerSettings(**loading).load()
         return tag_file(
@@ -126,6 +134,7 @@ class TagJob(TaggerSettings):
             self.output_encoding,
             self.evaluate,
             group,
+            (self.constraint_column, self.unknown),
         )
 
 
@@ -155,12 +164,16 @@ def tag_file(
     encoding: str | None = None,
     score: bool = True,
     group: Group = SERIAL,
+    constraint_column: tuple[str | None, str] = (None, UNKNOWN),
 ):
     """Tag ``input_path`` into ``output_path`` (``output_format``, in ``encoding``: default the
     model's corpus encoding where its column format reads the input, else UTF-8); returns the
     scores when gold tags exist (chunk scores, or a plain tagging model's token scores), on
     rank 0 (the other ranks return None).  ValueError, before anything is read, when
-    ``output_path`` is the input file or a format is unknown."""
+    ``output_path`` is the input file or a format is unknown.  ``constraint_column``: (a column
+    of the input that constrains the labeling, its mark of a free token), or (None, _): the
+    column's cells are ``data.constraints.Constraints.from_cells``'s, the decoders find the
+    best labeling that keeps them."""
     if output_format not in OUTPUT_FORMATS:
         raise ValueError(f"output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}")
     refuse_overwriting_input(input_path, output_path)
@@ -184,9 +197,16 @@ def tag_file(
         docs = spec.read_documents(input_path, tagger.corpus_format)
     if not docs and group.is_main:
         log.warning("%s: no words to tag: the output is empty", input_path)
+    known = column_constraints(docs, *constraint_column)
+
+    def tag_run(first: int, run: list[Document]) -> list[list[str]]:
+        if known is None:
+            return tagger.tag_documents(run)
+        return tagger.tag_documents(run, constraints=known[first : first + len(run)])
+
     if group.parallel:
         block = contiguous_shards([len(d) for d in docs], group.world)[group.rank]
-        parts = group.gather_objects(tagger.tag_documents([docs[i] for i in block]))
+        parts = group.gather_objects(tag_run(block[0] if block else 0, [docs[i] for i in block]))
         if parts is None:  # not rank 0: rank 0 writes
             return None
         tagged = [p for part in parts for p in part]
@@ -198,7 +218,7 @@ def tag_file(
         docstart = docstart_of(docs)
         runs = ((0, docs),) if group.parallel else runs_of(docs, BATCH_TOKENS)
         for first, run in runs:
-            tags = tagged if group.parallel else tagger.tag_documents(run)
+            tags = tagged if group.parallel else tag_run(first, run)
             for k, (doc, doc_tags) in enumerate(zip(run, tags, strict=True)):
                 predictions.append(doc_tags)
                 counts.documents += 1
@@ -220,6 +240,20 @@ def tag_file(
             return token_scores([d.tags for d in docs], predictions)
         return evaluate([d.tags for d in docs], predictions, [d.sentence_starts for d in docs])
     return None
+
+
+def column_constraints(docs: list[Document], column: str | None, unknown: str):
+    """Each document's ``Constraints`` from its ``column`` (None without one); ValueError
+    naming a document that lacks it."""
+    if column is None:
+        return None
+    for doc in docs:
+        if column not in doc.columns:
+            raise ValueError(
+                f"{doc.source or 'the input'}: no column {column!r} to read constraints from "
+                f"(name it in the column map, e.g. columns=[token,pos,chunk,{column}])"
+            )
+    return [Constraints.from_cells(doc.columns[column], unknown) for doc in docs]
 
 
 def text_output(

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from structperc.data.column_corpus import ColumnFormat
+from structperc.data.constraints import encode_constraints
 from structperc.data.document import Document, runs_of
 from structperc.data.loading import HUB_REPOS
 from structperc.data.schemes import PLAIN
@@ -266,16 +267,24 @@ class Tagger:
         paths = self.structure.predict(data, self.batch_size, self.device)
         return np.array([i for p in paths for i in p], dtype=np.int64)
 
-    def tag_documents(self, docs: list[Document], progress: bool = False) -> list[list[str]]:
+    def tag_documents(
+        self, docs: list[Document], progress: bool = False, constraints=None
+    ) -> list[list[str]]:
         """The predicted tags of every document (none for no documents, or no tokens): valid
         IOB2 sentence by sentence (``tags.valid_iob2``: an ``I-X`` the decoder put at a
-        chunk's start is ``B-X``, the chunk conlleval reads), or the plain labels."""
+        chunk's start is ``B-X``, the chunk conlleval reads), or the plain labels.
+        ``constraints``: one per document (``data.constraints``: a ``Constraints``, its fields
+        as a dict, a per-token list, or None), the best labeling that satisfies them (the
+        torch path: the compiled one decodes without constraints)."""
         if not any(len(d) for d in docs):  # nothing to extract features from
             return [[] for _ in docs]
         compiled = self.compiled
-        if compiled is None or not self.label_set.repairable:
+        if compiled is None or not self.label_set.repairable or constraints is not None:
             docs = self._with_columns(docs)
             data = ChainData(self.features.transform(docs), documents=docs)
+            if constraints is not None:
+                lengths = [len(d) for d in docs]
+                data.allowed, data.forbidden = encode_constraints(constraints, lengths, self.labels)
             ids = self.structure.predict(data, self.batch_size, self.device, progress)
             tags = [[self.labels[i] for i in p] for p in ids]
             return [valid_iob2(t, d.sentence_spans()) for d, t in zip(docs, tags, strict=True)]
@@ -288,9 +297,14 @@ class Tagger:
             out += [self.label_set.tags(ids[a:b]) for a, b in batch.documents.tolist()]
         return out
 
-    def tag(self, tokens: list[str]) -> list[str]:
-        """The tags of one tokenized document."""
-        return self.tag_documents([Document(tokens=list(tokens), source="<tokens>")])[0]
+    def tag(self, tokens: list[str], constraints=None) -> list[str]:
+        """The tags of one tokenized document; ``constraints``: what is known of them
+        (``data.constraints.Constraints``, its fields as a dict, or one entry per token: None
+        free, a label fixed, a set of labels allowed)."""
+        doc = Document(tokens=list(tokens), source="<tokens>")
+        return self.tag_documents(
+            [doc], constraints=None if constraints is None else [constraints]
+        )[0]
 
     def explain(self, text_or_tokens: str | list[str], positions: list[int] | None = None):
         """Why each token got its label: the runner-up label, the margin and the features

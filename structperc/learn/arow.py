@@ -56,7 +56,9 @@ class AROW(Learner):
         gamma: float = 1.0,
         average: bool = False,
         variance_rule: str = "crfsuite",
+        label_costs=None,
     ):
+        self.label_costs = label_costs  # loss-augmented decoding (learn/costs.py)
         if not variance > 0:
             raise ValueError(f"learner.variance must be > 0, got {variance}")
         if not gamma > 0:

@@ -18,6 +18,8 @@ instance, and never the weight tables' layout.  It declares, instead of being pr
     base_scale β, the scale of a first model's score as a reranking feature (Collins 2002)
     vote       whether it predicts by the votes of every intermediate weight vector (Freund &
                Schapire's voted perceptron; the updater then records the updates)
+    label_costs  label (or chunk type) -> the cost of missing it, or None: cost-augmented
+               decoding for the online learners, softmax-margin for the CRF (``learn/costs.py``)
 
 A learner that keeps state of its own beside the weights (AROW's per-weight variances) sets it
 up in ``start`` (``train.fit`` calls it before training) and hands it to the per-epoch checkpoint
@@ -74,6 +76,7 @@ class Learner:
     resumable: bool = False
     base_scale: float = 1.0
     vote: bool = False
+    label_costs: dict[str, float] | None = None
 
     def step(self, structure, updater: Updater, batch, gold) -> StepStats:
         """One online update on one instance (``structure.instance``); gold is its labeling."""

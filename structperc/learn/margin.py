@@ -24,12 +24,15 @@ class MarginPerceptron(Learner):
     requires = frozenset({"nbest"})
     nbest = 2
 
-    def __init__(self, C: float = 11313.0, average: bool = False, bpm_runs: int = 0):
+    def __init__(
+        self, C: float = 11313.0, average: bool = False, bpm_runs: int = 0, label_costs=None
+    ):
         if C < 0:
             raise ValueError(f"learner.C must be >= 0, got {C}")
         self.C = C
         self.average = average
         self.bpm_runs = check_bpm_runs(bpm_runs)
+        self.label_costs = label_costs  # loss-augmented 2-best (learn/targets.py)
 
     def step(self, structure, updater: Updater, batch, gold) -> StepStats:
         """One online update on one instance; ``gold`` its labeling (``structure.instance``)."""

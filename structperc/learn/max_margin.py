@@ -34,12 +34,13 @@ def max_margin_tau(loss: float, margin: float, norm_sq: float, C: float) -> floa
 class MaxMarginPerceptron(Learner):
     """Alg. 4.1 with Alg. 4.3, the max-margin (SMO / single-best MIRA) step clipped at ``C``."""
 
-    def __init__(self, C: float = 1.0, average: bool = True, bpm_runs: int = 0):
+    def __init__(self, C: float = 1.0, average: bool = True, bpm_runs: int = 0, label_costs=None):
         if C <= 0:
             raise ValueError(f"learner.C must be > 0, got {C}")
         self.C = C
         self.average = average
         self.bpm_runs = check_bpm_runs(bpm_runs)
+        self.label_costs = label_costs  # loss-augmented y' and a weighted loss (learn/costs.py)
 
     @torch.no_grad()
     def step(self, structure, updater: Updater, batch, gold) -> StepStats:

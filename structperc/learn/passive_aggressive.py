@@ -71,7 +71,9 @@ class PassiveAggressive(Learner):
         error_sensitive: bool = True,
         average: bool = True,
         bpm_runs: int = 0,
+        label_costs=None,
     ):
+        self.label_costs = label_costs  # loss-augmented decoding (learn/costs.py)
         if pa_type not in PA_TYPES:
             raise ValueError(
                 f"learner.pa_type must be 0 (PA), 1 (PA-I) or 2 (PA-II), got {pa_type}"

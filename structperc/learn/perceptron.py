@@ -16,12 +16,15 @@ from structperc.model.updates import Updater
 class Perceptron(Learner):
     """Collins' perceptron; ``average=True`` predicts with the averaged weights (VP).
 
-    ``bpm_runs``: start from Kazama & Torisawa's BPM initialisation (``train.fit``).
+    ``bpm_runs``: start from Kazama & Torisawa's BPM initialisation (``train.fit``);
+    ``label_costs``: decode loss-augmented (``learn/costs.py``; scores are sums of update counts,
+    so costs of the perceptron are in those units).
     """
 
-    def __init__(self, average: bool = False, bpm_runs: int = 0):
+    def __init__(self, average: bool = False, bpm_runs: int = 0, label_costs=None):
         self.average = average
         self.bpm_runs = check_bpm_runs(bpm_runs)
+        self.label_costs = label_costs
 
     def step(self, structure, updater: Updater, batch, gold) -> StepStats:
         """One online update on one instance; ``gold`` its labeling (``structure.instance``)."""

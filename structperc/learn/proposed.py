@@ -43,7 +43,9 @@ class ProposedPerceptron(Learner):
         local_update: bool = True,
         average: bool = False,
         bpm_runs: int = 10,
+        label_costs=None,
     ):
+        self.label_costs = label_costs  # loss-augmented candidates (learn/costs.py)
         if n < 2:
             raise ValueError(f"learner.n must be >= 2 (a best and a second best), got {n}")
         self.n, self.C = n, C

@@ -23,6 +23,9 @@ class FeatureBatch:
     first_token:    [B] int64, index (in 0..N-1) of each document's first token.
     flat_positions: [N] int64, index of each token in the padded [B * T] layout.
     values:         [nnz] float32 values of the ids, or None: all 1 (``FeatureMatrix.values``).
+    node_offset:    [N, L] float added to the node scores before decoding, or None: -inf where a
+                    constraint forbids a label, a cost where decoding is cost-augmented
+                    (``decode/node_offsets.py``); the features and their differences ignore it.
     """
 
     ids: Tensor
@@ -31,6 +34,7 @@ class FeatureBatch:
     first_token: Tensor
     flat_positions: Tensor
     values: Tensor | None = None
+    node_offset: Tensor | None = None
 
     @property
     def num_docs(self) -> int:

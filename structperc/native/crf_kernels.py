@@ -34,6 +34,19 @@ exception: the objective is then +inf or NaN, which the line search treats as a 
 
 The errors it counts are the tokens whose most probable label (the first maximum of the
 marginals) is not the gold one, as ``crf.objective.posterior_errors``.
+
+**Partial annotation and costs** (``targets_nll_gradient``'s ``offset`` and ``allowed``;
+``crf/targets.py``).
+An offset o [N, L] is added to the token scores before the pass (the costs of softmax-margin,
+0 at the gold labels); a document with an open token (gold label -1) has the likelihood of its
+compatible labelings, those whose labels lie in ``allowed`` [N, L] (Tsuboi et al. 2008):
+
+    nll = log Z - log Z_allowed,
+    d nll / d W[f, j] = sum_{t: f fires} v_f (p(y_t = j) - q(y_t = j)),
+    d nll / d A[i, j] = sum_{t>=1} (p(y_{t-1} = i, y_t = j) - q(y_{t-1} = i, y_t = j)),
+
+with q the marginals of a second pass whose disallowed token scores are -inf (E = 0 there: the
+same forward-backward, exact).  A document without open tokens keeps the gold counts.
 """
 
 from __future__ import annotations
@@ -60,6 +73,8 @@ def exp_transitions(trans, scale):  # pragma: no cover - jit
 
 
 RESCUE = 1e-280  # a forward normaliser below this: the document is redone in log space
+NO_OFFSET = np.zeros((0, 1))  # no offset of the token scores (``forward_backward``)
+NO_ALLOWED = np.zeros((0, 1), np.uint8)  # no restriction
 
 
 @njit(cache=True)
@@ -110,13 +125,16 @@ def log_forward_backward(T, trans, scale, scores, E, alpha, beta, la, lb):  # pr
 
 
 @njit(cache=True)
-def add_log_pair_marginals(t, log_z, trans, scale, E, la, lb, out):  # pragma: no cover - jit
-    """out[i, j] += p(y_{t-1} = i, y_t = j), t >= 1, of a document ``forward_backward`` did in
-    log space (log_z: its log Z).  The scaled case is written inline where it is summed."""
+def add_log_pair_marginals(
+    t, log_z, trans, scale, E, la, lb, out, sign=1.0
+):  # pragma: no cover - jit
+    """out[i, j] += sign * p(y_{t-1} = i, y_t = j), t >= 1, of a document ``forward_backward``
+    did in log space (log_z: its log Z).  The scaled case is written inline where it is
+    summed."""
     L = out.shape[0]
     for i in range(L):
         for j in range(L):
-            out[i, j] += math.exp(
+            out[i, j] += sign * math.exp(
                 la[t - 1, i] + scale * float(trans[i, j]) + E[t, j] + lb[t, j] - log_z
             )
 
@@ -151,9 +169,13 @@ def forward_backward(
     c,
     la,
     lb,
+    offset,
+    allowed,
+    restricted,
 ):  # pragma: no cover - jit
-    """Token scores (scores[:T], of the weights scale * node), E, the normalised alpha and
-    beta of tokens t0..t0+T-1 (M, top = ``exp_transitions(trans, scale)``); returns (log Z,
+    """Token scores (scores[:T], of the weights scale * node, plus ``offset`` [N, L] unless it
+    is empty; -inf where ``allowed`` [N, L] is 0 when ``restricted``), E, the normalised alpha
+    and beta of tokens t0..t0+T-1 (M, top = ``exp_transitions(trans, scale)``); returns (log Z,
     whether it went to log space).  Afterwards p(y_t = j) = alpha[t, j] beta[t, j] and
     ``add_log_pair_marginals`` gives the transitions' marginals of a document in log space."""
     L = node.shape[1]
@@ -168,6 +190,13 @@ def forward_backward(
                 scores[t, j] += v * float(node[f, j])
         for j in range(L):
             scores[t, j] *= scale
+        if offset.shape[0] > 0:
+            for j in range(L):
+                scores[t, j] += offset[t0 + t, j]
+        if restricted:
+            for j in range(L):
+                if allowed[t0 + t, j] == 0:
+                    scores[t, j] = -np.inf
         m = scores[t, 0]
         for j in range(1, L):
             m = max(m, scores[t, j])
@@ -227,6 +256,58 @@ def longest_document(doc_offsets):  # pragma: no cover - jit
 
 
 @njit(cache=True)
+def add_expectations(
+    sign,
+    t0,
+    T,
+    ids,
+    offsets,
+    values,
+    weighted,
+    labels,
+    trans,
+    M,
+    scores,
+    E,
+    alpha,
+    beta,
+    c,
+    la,
+    lb,
+    log_z,
+    in_log,
+    grad_node,
+    grad_trans,
+    count_errors,
+):  # pragma: no cover - jit
+    """sign * the expected feature counts of a document ``forward_backward`` just scanned, added
+    into grad_node [F, L] and grad_trans [L, L]; the known tokens (label >= 0) whose most
+    probable label is wrong, when ``count_errors`` (0 otherwise).  Overwrites scores[:T] with
+    the node marginals."""
+    L = scores.shape[1]
+    errors = 0
+    for t in range(T):
+        best = marginals_into(scores, t, alpha, beta)
+        y = labels[t0 + t]
+        if count_errors and y >= 0 and best != y:
+            errors += 1
+        for k in range(offsets[t0 + t], offsets[t0 + t + 1]):
+            f = ids[k]
+            v = sign * (float(values[k]) if weighted else 1.0)
+            for j in range(L):
+                grad_node[f, j] += v * scores[t, j]
+        if t > 0:
+            if in_log:
+                add_log_pair_marginals(t, log_z, trans, 1.0, E, la, lb, grad_trans, sign)
+            else:
+                for i in range(L):
+                    a = sign * alpha[t - 1, i] / c[t]
+                    for j in range(L):
+                        grad_trans[i, j] += a * M[i, j] * E[t, j] * beta[t, j]
+    return errors
+
+
+@njit(cache=True)
 def nll_gradient(
     doc_offsets,
     ids,
@@ -240,9 +321,34 @@ def nll_gradient(
     grad_trans,
     total0=0.0,
 ):  # pragma: no cover - jit
+    """``targets_nll_gradient`` of gold labels (every token known), no offset."""
+    return targets_nll_gradient(
+        doc_offsets, ids, offsets, values, weighted, labels, node, trans, grad_node, grad_trans,
+        total0, NO_OFFSET, NO_ALLOWED,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def targets_nll_gradient(
+    doc_offsets,
+    ids,
+    offsets,
+    values,
+    weighted,
+    labels,
+    node,
+    trans,
+    grad_node,
+    grad_trans,
+    total0,
+    offset,
+    allowed,
+):  # pragma: no cover - jit
     """total0 + sum_d nll_d (summed on from total0: the documents may come in several calls)
     and the posterior errors; the gradients are added into grad_node [F, L] and grad_trans
-    [L, L] (float64, zeroed by the caller)."""
+    [L, L] (float64, zeroed by the caller).  ``offset`` [N, L] float64 is added to the token
+    scores (empty [0, L]: none); a document with an open token (label -1) takes the likelihood
+    of the labelings ``allowed`` [N, L] uint8 allows (the module docstring)."""
     L = node.shape[1]
     scores, E, alpha, beta, c, la, lb = buffers(longest_document(doc_offsets), L)
     M, top = exp_transitions(trans, 1.0)
@@ -253,35 +359,42 @@ def nll_gradient(
         T = t1 - t0
         if T == 0:
             continue
+        is_open = False
+        for t in range(T):
+            if labels[t0 + t] < 0:
+                is_open = True
         log_z, in_log = forward_backward(
             t0, T, ids, offsets, values, weighted, node, trans, 1.0, M, top, scores, E, alpha,
-            beta, c, la, lb,
+            beta, c, la, lb, offset, allowed, False,
         )  # fmt: skip
-        gold = 0.0
-        for t in range(T):
-            gold += scores[t, labels[t0 + t]]
-            if t > 0:
-                gold += float(trans[labels[t0 + t - 1], labels[t0 + t]])
-        total += log_z - gold
-        for t in range(T):  # expectations minus the gold counts
-            y = labels[t0 + t]
-            if marginals_into(scores, t, alpha, beta) != y:
-                errors += 1
-            for k in range(offsets[t0 + t], offsets[t0 + t + 1]):
-                f = ids[k]
-                v = float(values[k]) if weighted else 1.0
-                for j in range(L):
-                    grad_node[f, j] += v * scores[t, j]
-                grad_node[f, y] -= v
-            if t > 0:
-                if in_log:
-                    add_log_pair_marginals(t, log_z, trans, 1.0, E, la, lb, grad_trans)
-                else:
-                    for i in range(L):
-                        a = alpha[t - 1, i] / c[t]
-                        for j in range(L):
-                            grad_trans[i, j] += a * M[i, j] * E[t, j] * beta[t, j]
-                grad_trans[labels[t0 + t - 1], y] -= 1.0
+        if not is_open:
+            gold = 0.0
+            for t in range(T):
+                gold += scores[t, labels[t0 + t]]
+                if t > 0:
+                    gold += float(trans[labels[t0 + t - 1], labels[t0 + t]])
+            total += log_z - gold
+        errors += add_expectations(
+            1.0, t0, T, ids, offsets, values, weighted, labels, trans, M, scores, E, alpha,
+            beta, c, la, lb, log_z, in_log, grad_node, grad_trans, True,
+        )  # fmt: skip
+        if not is_open:  # minus the gold counts
+            for t in range(T):
+                y = labels[t0 + t]
+                for k in range(offsets[t0 + t], offsets[t0 + t + 1]):
+                    grad_node[ids[k], y] -= float(values[k]) if weighted else 1.0
+                if t > 0:
+                    grad_trans[labels[t0 + t - 1], y] -= 1.0
+            continue
+        log_zc, in_log_c = forward_backward(
+            t0, T, ids, offsets, values, weighted, node, trans, 1.0, M, top, scores, E, alpha,
+            beta, c, la, lb, offset, allowed, True,
+        )  # fmt: skip
+        total += log_z - log_zc
+        add_expectations(
+            -1.0, t0, T, ids, offsets, values, weighted, labels, trans, M, scores, E, alpha,
+            beta, c, la, lb, log_zc, in_log_c, grad_node, grad_trans, False,
+        )  # fmt: skip
     return total, errors
 
 
@@ -299,7 +412,7 @@ def node_marginals(
             continue
         forward_backward(
             t0, t1 - t0, ids, offsets, values, weighted, node, trans, 1.0, M, top, scores, E,
-            alpha, beta, c, la, lb,
+            alpha, beta, c, la, lb, NO_OFFSET, NO_ALLOWED, False,
         )  # fmt: skip
         for t in range(t1 - t0):
             for j in range(L):
@@ -357,7 +470,7 @@ def sgd_epoch(
                 continue
             log_z, in_log = forward_backward(
                 t0, T, ids, offsets, values, weighted, node, trans, scale, M, top, scores, E,
-                alpha, beta, c, la, lb,
+                alpha, beta, c, la, lb, NO_OFFSET, NO_ALLOWED, False,
             )  # fmt: skip
             gold = 0.0
             for t in range(T):

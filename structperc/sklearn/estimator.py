@@ -27,6 +27,9 @@ bytes and JSON (``model.py``), no torch object.
 
 Reading the training items keeps the features' own bytes and little more (``occurrences.py``):
 4 bytes an attribute occurrence, 8 a token for the offsets and 8 for the label.
+
+Partial labels (``None``, or a set of labels, in ``y``), ``class_weight`` and
+``predict(X, constraints=...)``: ``partial.py``, ``data/constraints.py``.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ except ImportError as error:  # pragma: no cover - the extra is missing
     ) from error
 
 from structperc.crf.edges import padded_nodes
+from structperc.data.constraints import encode_constraints
 from structperc.decode.marginals import node_marginals
 from structperc.decode.transition_scan import shared_transition_log_partition
 from structperc.explain.names import chain_namer
@@ -63,6 +67,7 @@ from structperc.sklearn.lineage import jsonable, lineage_entry
 from structperc.sklearn.metrics import flat_accuracy_score
 from structperc.sklearn.model import FittedModel
 from structperc.sklearn.parallel import train_parallel, usable_jobs
+from structperc.sklearn.partial import class_costs
 from structperc.sklearn.sequences import LabelledSequences, blocks_of
 from structperc.sklearn.training import TrainingLog, train_chain
 from structperc.structures.chain import ChainData, ChainStructure, length_batches
@@ -112,6 +117,8 @@ class CRF(BaseEstimator):
 
     ``info["lineage"]`` of ``model_`` lists the trainings the model went through (``fit``,
     ``partial_fit``, warm starts), with their data sizes, algorithms and epochs.
+        class_weight: a dict label (or chunk type) -> cost of missing it, or "balanced":
+            cost-sensitive training (``partial.py``).
     """
 
     def __init__(
@@ -141,6 +148,7 @@ class CRF(BaseEstimator):
         warm_start=False,
         warm_average="auto",
         hash_bits=None,
+        class_weight=None,
     ):
         self.algorithm = algorithm
         self.min_freq = min_freq
@@ -167,10 +175,12 @@ class CRF(BaseEstimator):
         self.warm_start = warm_start
         self.warm_average = warm_average
         self.hash_bits = hash_bits
+        self.class_weight = class_weight
 
     # -- training ------------------------------------------------------------------------------
     def fit(self, X, y, X_dev=None, y_dev=None) -> CRF:
-        """Train on sequences ``X`` with labels ``y``; ``X_dev``, ``y_dev``: held-out sequences
+        """Train on sequences ``X`` with labels ``y`` (a label may be None, unknown, or a set of
+        labels, one of them: partial labels); ``X_dev``, ``y_dev``: held-out sequences
         whose token accuracy the training log reports each epoch.  Each may be any iterable
         (a list, a generator): it is read once, into the feature matrix, and the sequences
         themselves are not kept (with ``n_jobs`` > 1 a ``X`` that is not a list is read in
@@ -242,7 +252,8 @@ class CRF(BaseEstimator):
         if not train.num_tokens:
             raise ValueError("X has no sequence with tokens: nothing to train on")
         labels = train.labels
-        data = chain_data(features, values, train.gold_tensor())
+        learner.label_costs = class_costs(self.class_weight, labels, train.label_counts())
+        data = chain_data(features, values, train.gold_tensor(), train.allowed_tensor())
         dev = None
         if X_dev is not None:
             held = LabelledSequences(X_dev, y_dev, "X_dev", "y_dev", labels, grow=False)
@@ -369,8 +380,13 @@ class CRF(BaseEstimator):
         return out
 
     # -- prediction ----------------------------------------------------------------------------
-    def predict(self, X) -> np.ndarray:
-        """The best labeling of each sequence: an object array of label lists."""
+    def predict(self, X, constraints=None) -> np.ndarray:
+        """The best labeling of each sequence: an object array of label lists.  ``constraints``:
+        one entry per sequence (None, a ``data.constraints.Constraints``, its fields as a dict,
+        or one entry per token: None free, a label fixed, a set of labels allowed): the best
+        labeling that keeps them, exactly."""
+        if constraints is not None:
+            return self._predict_constrained(list(X), list(constraints))
         structure, labels = self.structure_(), self.model_.labels
 
         compiled = compiled_chain(structure, self.device)
@@ -384,6 +400,22 @@ class CRF(BaseEstimator):
             return [[labels[j] for j in path] for path in paths]
 
         return object_array(self._decoded(X, decode))
+
+    def _predict_constrained(self, X: list, constraints: list) -> np.ndarray:
+        if len(X) != len(constraints):
+            raise ValueError(f"{len(constraints)} constraints for {len(X)} sequences of X")
+        structure, labels = self.structure_(), self.model_.labels
+        out: list = [[] for _ in X]
+        kept = [s for s, xseq in enumerate(X) if len(xseq)]
+        if kept:
+            data = chain_data(*self.model_.attributes.transform((X[s] for s in kept), "X", kept))
+            lengths = [len(X[s]) for s in kept]
+            picked = [constraints[s] for s in kept]
+            data.allowed, data.forbidden = encode_constraints(picked, lengths, labels)
+            paths = structure.predict(data, batch_size=PREDICT_BATCH, device=self.device)
+            for s, path in zip(kept, paths, strict=True):
+                out[s] = [labels[j] for j in path]
+        return object_array(out)
 
     def predict_single(self, xseq) -> list[str]:
         """The best labeling of one sequence."""
@@ -485,12 +517,15 @@ class CRF(BaseEstimator):
             register_eli5(CRF)
 
 
-def chain_data(features, values, gold: torch.Tensor | None = None) -> ChainData:
+def chain_data(
+    features, values, gold: torch.Tensor | None = None, allowed: torch.Tensor | None = None
+) -> ChainData:
     """The sequences as the chain reads them: ``features`` with their ``values`` (None: all 1)
-    and the gold label ids [N] where given (-1: a label the model does not have)."""
+    and the gold label ids [N] where given (-1: a label the model does not have, or a token
+    left open), with the labels each token allows [N, L] (bool) where ``y`` left some open."""
     if values is not None:
         features = replace(features, values=values)
-    return ChainData(features, gold)
+    return ChainData(features, gold, allowed=allowed)
 
 
 def token_marginals(structure: ChainStructure, batch: FeatureBatch) -> torch.Tensor:

@@ -4,7 +4,8 @@
 (``gold``: 8 bytes a token, in a typed buffer handed to torch without a copy), numbered in the
 order the labels first appear after those it starts with (a warm start's model's); of the
 items it keeps nothing (the attribute reading turns them into the matrix,
-``attributes.py``).
+``attributes.py``).  A token whose label is ``None`` (unknown) or a set of labels (one of
+them: ``partial.py``) has gold id -1 and its allowed labels kept beside (``open``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
+
+from structperc.sklearn.partial import is_label, named_labels
 
 
 class LabelledSequences:
@@ -39,7 +42,8 @@ class LabelledSequences:
         self.X, self.y = X, y
         self.x_name, self.y_name = x_name, y_name
         self.numbers = array("q")  # [D] the position in X of each sequence read
-        self.gold = array("q")  # [N] label ids
+        self.gold = array("q")  # [N] label ids (-1: left open, or unknown to the model)
+        self.open: dict[int, list[int] | None] = {}  # token -> its allowed label ids (None: any)
         known = zip(labels, range(len(labels)), strict=True)
         if grow:
             self.index: dict[str, int] = defaultdict(itertools.count(len(labels)).__next__, known)
@@ -63,6 +67,28 @@ class LabelledSequences:
         """The label ids [N] (int64) over the buffer itself (read nothing after)."""
         return torch.from_numpy(np.frombuffer(self.gold, dtype=np.int64))
 
+    def allowed_tensor(self) -> torch.Tensor | None:
+        """[N, L] bool: the labels each token allows (its gold alone where known), or None when
+        ``y`` left no token open."""
+        if not self.open:
+            return None
+        gold = self.gold_tensor()
+        allowed = torch.zeros(len(gold), len(self.index), dtype=torch.bool)
+        known = (gold >= 0).nonzero().squeeze(1)
+        allowed[known, gold[known]] = True
+        for t, ids in self.open.items():
+            if ids is None:
+                allowed[t] = True
+            else:
+                allowed[t, ids] = True
+        return allowed
+
+    def label_counts(self) -> dict[str, int]:
+        """How many tokens have each label as their known label."""
+        gold = self.gold_tensor()
+        counts = torch.bincount(gold[gold >= 0], minlength=len(self.index)).tolist()
+        return dict(zip(self.index, counts, strict=True))
+
     def sequences(self, as_list: bool = False):
         """The non-empty sequences of X (a generator; a list when ``as_list``, for reading in
         forked blocks), with ValueError naming the first sequence whose items and labels
@@ -85,26 +111,50 @@ class LabelledSequences:
                         f"than {s} sequences"
                     )
                 return
-            check_sequence(xseq, yseq, s, self.x_name, self.y_name)
+            plain = check_sequence(xseq, yseq, s, self.x_name, self.y_name)
             if len(xseq):  # an empty sequence has nothing to learn from
                 self.numbers.append(s)
-                self.gold.extend(map(ids, yseq))
+                if plain:
+                    self.gold.extend(map(ids, yseq))
+                else:
+                    self._read_partial(yseq, ids)
                 yield xseq
             s += 1
 
+    def _read_partial(self, yseq, ids) -> None:
+        """A sequence with open tokens: a set of one label is that label."""
+        for label in yseq:
+            if isinstance(label, str):
+                self.gold.append(ids(label))
+                continue
+            names = named_labels(label)
+            if len(names) == 1:
+                self.gold.append(ids(names[0]))
+                continue
+            self.open[len(self.gold)] = (
+                None if label is None else [i for i in map(ids, names) if i >= 0]
+            )
+            self.gold.append(-1)
 
-def check_sequence(xseq, yseq, s: int, x_name: str, y_name: str) -> None:
-    """ValueError when sequence ``s``'s items and labels differ in number, or a label is not
-    a str."""
+
+def check_sequence(xseq, yseq, s: int, x_name: str, y_name: str) -> bool:
+    """Whether sequence ``s``'s labels are all str (else some are left open: None or a set);
+    ValueError when its items and labels differ in number, or a label is none of these."""
     if len(xseq) != len(yseq):
         raise ValueError(
             f"{x_name}[{s}] has {len(xseq)} items but {y_name}[{s}] has {len(yseq)} labels"
         )
+    plain = True
     for t, label in enumerate(yseq):
-        if not isinstance(label, str):
+        if isinstance(label, str):
+            continue
+        if not is_label(label):
             raise ValueError(
-                f"{y_name}[{s}][{t}]: a label must be a str, got {type(label).__name__}"
+                f"{y_name}[{s}][{t}]: a label must be a str, None (unknown) or a set of str "
+                f"(one of them), got {type(label).__name__}"
             )
+        plain = False
+    return plain
 
 
 def blocks_of(X, size: int):

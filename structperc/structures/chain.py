@@ -11,6 +11,12 @@ difference of two labelings is ``model.updates.path_delta``; the loss is the Ham
 ``constraints="iob2"`` puts -inf on the moves IOB2 forbids before any decoding
 (``decode/constraints.py``).
 
+Side information about a labeling enters as offsets of the node scores (``decode/node_offsets.py``):
+a batch's ``node_offset`` (cost augmentation during training, -inf restrictions), and a data
+set's ``allowed`` rows, the labels each token may carry (constraints at prediction, partial
+annotation in training: an open token allows several).  ``complete`` decodes the best labeling
+an annotation allows: the latent gold of a partially labeled document.
+
 It offers "marginals": the distribution p(y | x) = exp(s(x, y)) / Z(x) of a linear-chain CRF
 (Lafferty et al. 2001) over the same potentials, with
 
@@ -30,7 +36,7 @@ padding.  Memory: ~100 floats per token of a batch.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -38,7 +44,9 @@ from torch import Tensor
 from structperc.data.document import Document, sub_document
 from structperc.decode import marginals as scans
 from structperc.decode.constraints import allowed_transitions, constrain, constrain_tokens
+from structperc.decode.forbidden_spans import viterbi_forbidding
 from structperc.decode.nbest import nbest
+from structperc.decode.node_offsets import combined, cost_offsets, offset_potentials, restriction
 from structperc.decode.scaled_scan import NEG
 from structperc.decode.scores import path_scores
 from structperc.decode.viterbi import token_path, viterbi, viterbi_packed
@@ -61,13 +69,20 @@ class ChainData:
     """D documents as a chain reads them.
 
     features:  CSR features of every token (``FeatureMatrix``: D documents, N tokens).
-    labels:    [N] gold label ids of every token, or None (prediction).
+    labels:    [N] gold label ids of every token (-1: an open token), or None (prediction).
     documents: the ``Document``s themselves (the rescoring structure reads their tokens).
+    allowed:   [N, L] bool, the labels each token may carry, or None (any): the partial
+               annotation of training documents (``data/partial.py``), the constraints of
+               prediction (``data/constraints.py``).
+    forbidden: document -> the entity spans (start, end, label ids of their first and inside
+               tokens) its labeling must not contain (``decode/forbidden_spans.py``), or None.
     """
 
     features: FeatureMatrix
     labels: Tensor | None = None
     documents: list[Document] | None = None
+    allowed: Tensor | None = None
+    forbidden: dict | None = None
 
     unit = "doc"  # what an instance is, for progress bars
 
@@ -87,6 +102,28 @@ class ChainData:
             offsets = offsets.numpy()
         return self.labels[int(offsets[d]) : int(offsets[d + 1])]
 
+    def allowed_rows(self, d: int) -> Tensor | None:
+        """The allowed labels [T, L] of document d, or None (any)."""
+        if self.allowed is None:
+            return None
+        offsets = self.features.doc_offsets
+        if offsets.device.type == "cpu":
+            offsets = offsets.numpy()
+        return self.allowed[int(offsets[d]) : int(offsets[d + 1])]
+
+    def open_documents(self) -> Tensor:
+        """[D] bool: the documents with a token that allows more than one label (their gold
+        labeling is not known: partial annotation)."""
+        D = self.features.num_docs
+        if self.allowed is None:
+            return torch.zeros(D, dtype=torch.bool)
+        many = self.allowed.sum(1) > 1  # [N]
+        doc_of = torch.repeat_interleave(
+            torch.arange(D), self.features.doc_offsets[1:] - self.features.doc_offsets[:-1]
+        )
+        out = torch.zeros(D, dtype=torch.bool)
+        return out.index_put_((doc_of,), many, accumulate=True)
+
     def subset(self, docs: list[int]) -> ChainData:
         """The documents ``docs``, in that order, as a data set of their own (copied)."""
         batch = make_batch(self.features, docs)
@@ -94,8 +131,14 @@ class ChainData:
         torch.cumsum(batch.lengths, 0, out=doc_offsets[1:])
         labels = None if self.labels is None else torch.cat([self.gold(d) for d in docs])
         documents = None if self.documents is None else [self.documents[d] for d in docs]
+        allowed = None
+        if self.allowed is not None:
+            allowed = torch.cat([self.allowed_rows(d) for d in docs])
+        forbidden = None
+        if self.forbidden is not None:
+            forbidden = {k: self.forbidden[d] for k, d in enumerate(docs) if d in self.forbidden}
         features = FeatureMatrix(batch.ids, batch.offsets, doc_offsets, batch.values)
-        return ChainData(features, labels, documents)
+        return ChainData(features, labels, documents, allowed, forbidden)
 
     def sentences(self) -> tuple[ChainData, Tensor]:
         """Every sentence of every document as an instance of its own, and the units [S, 3]
@@ -112,7 +155,10 @@ class ChainData:
         doc_offsets = torch.cat([starts + bounds[:, 0], (starts + bounds[:, 1])[-1:]])
         f = self.features
         features = FeatureMatrix(f.ids, f.offsets, doc_offsets, f.values)
-        return ChainData(features, self.labels, docs), torch.tensor(units, dtype=torch.long)
+        if self.forbidden:
+            raise ValueError("forbidden spans are given per document: decode whole documents")
+        split = ChainData(features, self.labels, docs, self.allowed)
+        return split, torch.tensor(units, dtype=torch.long)
 
 
 # On a CPU, batches of fewer documents than this decode faster one document at a time: the
@@ -130,7 +176,7 @@ class ChainStructure:
         constraints: ``"none"`` or ``"iob2"`` (labels must be IOB2 tags).
     """
 
-    capabilities = frozenset({"argmax", "nbest", "marginals"})
+    capabilities = frozenset({"argmax", "nbest", "marginals", "partial"})
 
     def __init__(self, weights: ChainWeights, constraints: str = "none"):
         self.weights = weights
@@ -138,6 +184,7 @@ class ChainStructure:
         self.allowed: tuple[Tensor, Tensor] | None = None
         if constraints != "none":
             self.allowed = allowed_transitions(weights.labels, constraints)
+        self.label_costs: Tensor | None = None  # [L]: the cost of missing each gold label
 
     @property
     def num_labels(self) -> int:
@@ -151,8 +198,12 @@ class ChainStructure:
         return batch.to(device), gold.to(device)
 
     def potentials(self, batch: FeatureBatch) -> Tensor:
-        """Potentials [B, T, L, L] (from, to), constrained when the structure has constraints."""
+        """Potentials [B, T, L, L] (from, to), with the batch's node offsets, constrained when
+        the structure has constraints."""
         potentials = self.weights.potentials(batch)
+        if batch.node_offset is not None:
+            offset = batch.pad(batch.node_offset.to(potentials.dtype), fill=0)  # [B, T, L]
+            potentials = offset_potentials(potentials, offset)
         if self.allowed is None:
             return potentials
         return constrain(potentials, *self.allowed)
@@ -166,7 +217,34 @@ class ChainStructure:
 
     def best_path(self, batch: FeatureBatch) -> Tensor:
         """Viterbi label ids [T] of a one-document batch (``decode_tokens``)."""
-        return self.decode_tokens(*self.weights.token_scores(batch))
+        node, edge = self.weights.token_scores(batch)
+        if batch.node_offset is not None:
+            node = node + batch.node_offset.to(node.dtype)
+        return self.decode_tokens(node, edge)
+
+    def complete(self, batch: FeatureBatch, allowed: Tensor, n: int = 1) -> Tensor:
+        """The best labeling [T] of a one-document batch whose labels lie in ``allowed`` [T, L]
+        (its partial annotation: the latent gold a perceptron moves towards; ``n`` is not read:
+        the argmax is exact).  ValueError when no labeling is allowed (the tag-scheme
+        constraints may exclude every one)."""
+        restricted = restriction(allowed.to(batch.lengths.device))
+        within = replace(batch, node_offset=combined(batch.node_offset, restricted))
+        paths, scores = viterbi(self.potentials(within), within.lengths)  # [1, T], [1]
+        if not bool(torch.isfinite(scores).all()):
+            raise ValueError(
+                "no labeling satisfies the document's annotation"
+                + (f" under the {self.constraints} constraints" if self.allowed else "")
+            )
+        return paths[0]
+
+    def cost_augmented(self, batch: FeatureBatch, gold: Tensor, known: Tensor | None = None):
+        """The batch with its node scores raised by the costs of missing ``gold`` [N] (at the
+        ``known`` tokens), ``label_costs`` (``decode/node_offsets.py``); the batch itself when
+        the structure has no costs."""
+        if self.label_costs is None:
+            return batch
+        costs = cost_offsets(gold, self.label_costs, known)
+        return replace(batch, node_offset=combined(batch.node_offset, costs))
 
     def decode_tokens(self, node: Tensor, edge: Tensor) -> Tensor:
         """Viterbi label ids [T] of one document from its token scores node [T, L] and
@@ -233,8 +311,11 @@ class ChainStructure:
         return int((gold != pred).sum())
 
     def loss(self, gold: Tensor, pred: Tensor) -> float:
-        """Hamming loss: labels that differ."""
-        return float((gold != pred).sum())
+        """Hamming loss: labels that differ, each weighted by its gold label's cost when the
+        structure has ``label_costs``."""
+        if self.label_costs is None:
+            return float((gold != pred).sum())
+        return float((self.label_costs.to(gold.device)[gold] * (gold != pred)).sum())
 
     def token_range_scores(
         self, features: FeatureMatrix, start: int, end: int, device: Device
@@ -276,7 +357,8 @@ class ChainStructure:
                     release_pages()  # (features/store.py)
                 if e > s:
                     node, edge = self.token_range_scores(features, s, e, device)  # [T, L(, L)]
-                    out[d] = self.decode_tokens(node, edge).tolist()
+                    node = restricted_nodes(node, data.allowed, s, e)
+                    out[d] = self.decode_document(data, d, node, edge).tolist()
             return out
         starts = range(0, features.num_docs, batch_size)
         for d0 in bar(starts, enabled=progress, desc="decode", unit="batch"):
@@ -285,6 +367,7 @@ class ChainStructure:
                 release_pages()  # (features/store.py)
             s, e = int(doc_offsets[d0]), int(doc_offsets[d1])
             node, edge = self.token_range_scores(features, s, e, device)  # [N, L], [N, L, L]
+            node = restricted_nodes(node, data.allowed, s, e)
             if self.allowed is not None:
                 first = torch.zeros(e - s, dtype=torch.bool, device=node.device)
                 first[(doc_offsets[d0:d1] - s).to(node.device)] = True
@@ -298,8 +381,42 @@ class ChainStructure:
             labels[perm] = viterbi_packed(node[perm], edge if shared else edge[perm], sizes)
             flat = labels.tolist()
             for d in range(d0, d1):
-                out[d] = flat[int(doc_offsets[d]) - s : int(doc_offsets[d + 1]) - s]
+                a, b = int(doc_offsets[d]) - s, int(doc_offsets[d + 1]) - s
+                if data.forbidden and data.forbidden.get(d):  # its own lattice
+                    out[d] = self.decode_document(data, d, node[a:b], edge[a:b]).tolist()
+                else:
+                    out[d] = flat[a:b]
         return out
+
+    def decode_document(self, data: ChainData, d: int, node: Tensor, edge: Tensor) -> Tensor:
+        """Viterbi label ids [T] of document d of ``data`` from its (restricted) token scores;
+        a document with forbidden spans through their augmented lattice
+        (``decode/forbidden_spans.py``)."""
+        spans = data.forbidden.get(d) if data.forbidden else None
+        if not spans:
+            return self.decode_tokens(node, edge)
+        potentials = document_potentials(node, edge)  # [1, T, L, L]
+        if self.allowed is not None:
+            potentials = constrain(potentials, *self.allowed)
+        lengths = torch.tensor([len(node)], device=node.device)
+        paths, _ = viterbi_forbidding(potentials, lengths, [spans])
+        return paths[0]
+
+
+def document_potentials(node: Tensor, edge: Tensor) -> Tensor:
+    """Potentials [1, T, L, L] (from, to) of one document's token scores node [T, L] and
+    edge [T, L, L] (or one matrix expanded over the tokens)."""
+    potentials = edge + node.unsqueeze(1)  # [T, L, L], fresh
+    potentials[0] = node[0].unsqueeze(0).expand_as(potentials[0])
+    return potentials.unsqueeze(0)
+
+
+def restricted_nodes(node: Tensor, allowed: Tensor | None, start: int, end: int) -> Tensor:
+    """Node scores [N, L] of tokens start..end-1 with -inf where ``allowed`` [*, L] (rows of
+    every token of the data set, or None) forbids a label."""
+    if allowed is None:
+        return node
+    return node.masked_fill(~allowed[start:end].to(node.device), float("-inf"))
 
 
 def length_batches(

@@ -21,6 +21,7 @@ from torch import Tensor
 
 from structperc.data.label_chunk import LabelChunk, hamming, token_codes
 from structperc.decode.label_chunk import LabelChunkPotentials, decode, structure_scores
+from structperc.decode.label_chunk_constraints import constrained_potentials
 from structperc.features.extract import FeatureMatrix
 from structperc.model.batch import Device, length_sorted_batches
 from structperc.model.label_chunk_weights import (
@@ -85,6 +86,23 @@ class LabelChunkStructure:
         if fb.num_docs == 1:
             n = int(fb.lengths[0])
             return LabelChunk(best.pos[0, :n], best.chunk[0, :n], best.start[0, :n])
+        return LabelChunk(fb.unpad(best.pos), fb.unpad(best.chunk), fb.unpad(best.start))
+
+    def constrained_argmax(
+        self,
+        batch: PartBatch,
+        pos_allowed: Tensor | None = None,
+        tag_allowed: Tensor | None = None,
+        forbidden: list[list[tuple[int, int, int]]] | None = None,
+    ) -> LabelChunk:
+        """Flat best structures [N] of the batch's sentences among those that keep the
+        constraints (``decode/label_chunk_constraints.py``): the POS tags each token may carry
+        ``pos_allowed`` [B, T, P], its chunk tags in token form ``tag_allowed`` [B, T, 2C-1]
+        (O, B-NP, I-NP), and per sentence the chunks (start, end exclusive, tag) it may not
+        contain.  Exact: the DP of the restricted parts."""
+        pot = constrained_potentials(self.potentials(batch), pos_allowed, tag_allowed, forbidden)
+        best, _ = decode(pot)  # [B, T] each
+        fb = batch.any
         return LabelChunk(fb.unpad(best.pos), fb.unpad(best.chunk), fb.unpad(best.start))
 
     def score(self, batch: PartBatch, y: LabelChunk) -> Tensor:

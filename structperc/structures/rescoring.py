@@ -18,13 +18,15 @@ candidates (``NonLocalFeatures.vectorize``) and one ``embedding_bag`` over their
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
 
 from structperc.data.document import Document
+from structperc.decode.forbidden_spans import nbest_forbidding
 from structperc.decode.nbest import nbest, nbest_batched, path_dtype
+from structperc.decode.node_offsets import combined, restriction
 from structperc.decode.scores import path_scores
 from structperc.model.batch import Device, FeatureBatch
 from structperc.model.document_weights import DocumentWeights
@@ -91,7 +93,7 @@ class DocumentRescoring:
         constraints: the chain's tag-scheme constraints (``"none"`` or ``"iob2"``).
     """
 
-    capabilities = frozenset({"argmax", "nbest", "rescoring"})
+    capabilities = frozenset({"argmax", "nbest", "rescoring", "partial"})
 
     def __init__(
         self, weights: DocumentWeights, doc_features, n: int = 100, constraints: str = "none"
@@ -173,6 +175,33 @@ class DocumentRescoring:
         nz = torch.nonzero(diff).squeeze(1)
         return SparseDelta({"global": (nz, diff[nz])})
 
+    @property
+    def label_costs(self) -> Tensor | None:
+        """[L] or None: the chain's per-label costs (``learn/costs.py``)."""
+        return self.chain.label_costs
+
+    @label_costs.setter
+    def label_costs(self, costs: Tensor | None) -> None:
+        self.chain.label_costs = costs
+
+    def complete(self, batch: DocumentBatch, allowed: Tensor, n: int | None = None) -> Tensor:
+        """The latent gold [T] of a one-document batch whose labels lie in ``allowed`` [T, L]:
+        of the ``n`` (default ``self.n``) best compatible labelings under Φ^l·α (the n-best of
+        the restricted chain), the best under Φ^a·α, as ``argmax`` searches.  ValueError when
+        none is allowed."""
+        restricted = restriction(allowed.to(batch.lengths.device))
+        features = batch.features
+        within = replace(features, node_offset=combined(features.node_offset, restricted))
+        paths, local = nbest(self.chain.potentials(within), within.lengths, n or self.n)
+        if not bool(torch.isfinite(local[0, 0])):
+            raise ValueError("no labeling satisfies the document's annotation")
+        return self._rescore(batch.documents[0], paths[0], local[0]).best()
+
+    def cost_augmented(self, batch: DocumentBatch, gold: Tensor, known: Tensor | None = None):
+        """The batch with its chain's node scores cost-augmented (``ChainStructure``'s)."""
+        features = self.chain.cost_augmented(batch.features, gold, known)
+        return batch if features is batch.features else DocumentBatch(features, batch.documents)
+
     def argmax(self, batch: DocumentBatch) -> Tensor:
         """The best of the ``n`` best labelings of each document, label ids [N]."""
         paths, local = nbest_batched(self.potentials(batch), batch.lengths, self.n)  # [B, n, T]
@@ -223,8 +252,16 @@ class DocumentRescoring:
         dtype = path_dtype(self.chain.num_labels)
         batches = length_batches(data.features, batch_size, device, progress, BATCH_TOKENS)
         for docs, batch in batches:
+            if data.allowed is not None:  # constraints: -inf on the labels they rule out
+                rows = torch.cat([data.allowed_rows(d) for d in docs]).to(batch.lengths.device)
+                batch = replace(batch, node_offset=restriction(rows))
             potentials = self.chain.potentials(batch)  # [B, T, L, L]
-            paths, local = nbest_batched(potentials, batch.lengths, self.n, dtype=dtype)
+            spans = [data.forbidden.get(d, []) for d in docs] if data.forbidden else None
+            if spans and any(spans):  # the augmented lattice (decode/forbidden_spans.py)
+                paths, local = nbest_forbidding(potentials, batch.lengths, spans, self.n)
+                paths = paths.to(dtype)
+            else:
+                paths, local = nbest_batched(potentials, batch.lengths, self.n, dtype=dtype)
             for b, d in enumerate(docs):
                 T = int(batch.lengths[b])
                 out[d] = self._rescore(data.documents[d], paths[b, :, :T], local[b]).best().tolist()

@@ -20,6 +20,7 @@ from structperc.data.corpus_stream import STREAM_FROM, stream_corpus, training_t
 from structperc.data.document import Document, runs_of
 from structperc.data.document_store import DocumentStore, StoredDocuments
 from structperc.data.loading import HUB_REPOS, load_corpus
+from structperc.data.partial import UNKNOWN
 from structperc.features.cache import cache_key, feature_cache_key, file_identity
 from structperc.inference.column_tagger import ColumnTagger
 from structperc.inference.loading import check_column_tagger
@@ -41,6 +42,8 @@ def column_corpus(config) -> ColumnCorpus:
         documents=d.get("documents", "sentence"),
         comments=bool(d.get("comments", False)),
         tag_columns=d.get("tag_columns") or {},
+        unknown=d.get("unknown", UNKNOWN),
+        any_of=d.get("any_of"),
     )
     return ColumnCorpus(
         format=fmt,

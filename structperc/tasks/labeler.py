@@ -30,7 +30,8 @@ import torch
 
 from structperc.data.conll import with_columns, write_conll
 from structperc.data.document import Document, MappedDocuments
-from structperc.data.tags import encode_labels, iobes_to_iob2, label_set, valid_iob2
+from structperc.data.partial import has_partial
+from structperc.data.tags import encode_partial, iobes_to_iob2, label_set, valid_iob2
 from structperc.distributed import SERIAL, Group
 from structperc.eval.chunks import ChunkScores, evaluate
 from structperc.eval.tokens import token_scores
@@ -94,6 +95,18 @@ def score_predictions(
     return evaluate(gold, pred, [d.sentence_starts for d in docs]), pred
 
 
+def check_evaluated_splits(corpus: dict) -> None:
+    """ValueError naming the first dev or test document whose labels leave tokens open: those
+    splits are scored, and a score needs every gold label (partial annotation trains only)."""
+    for split in ("dev", "test"):
+        for doc in corpus.get(split, ()):
+            if has_partial(doc.tags):
+                raise ValueError(
+                    f"{doc.source or split}: the {split} split leaves tokens open (unknown "
+                    "labels): only training data may be partially annotated"
+                )
+
+
 def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIAL) -> dict:
     """Train on ``corpus["train"]`` for the epochs of ``settings.fit``, evaluate on dev/test,
     write the run folder; returns the results.
@@ -113,8 +126,9 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
             s.features, corpus, s.cache_dir, s.cache_key
         )
     labels = grown_labels(label_set(corpus["train"]), s.init_from)
+    check_evaluated_splits(corpus)
     data = {split: ChainData(mats[split], documents=docs) for split, docs in corpus.items()}
-    data["train"].labels = encode_labels(corpus["train"], labels)
+    data["train"].labels, data["train"].allowed = encode_partial(corpus["train"], labels)
     structure, during_training = labeler_structure(
         learner,
         features.num_features,

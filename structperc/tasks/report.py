@@ -23,8 +23,9 @@ log = logging.getLogger("structperc")
 
 
 def chunk_scores(s: ChunkScores) -> dict:
-    """conlleval's precision, recall, F1, token accuracy, chunk counts and per-type F1 (percent)
-    for results.json, and the F1 over whole documents (``f1_document``) where it was scored."""
+    """conlleval's precision, recall, F1, token accuracy, chunk counts, per-type F1 and per-type
+    precision, recall and F1 (percent) for results.json, and the F1 over whole documents
+    (``f1_document``) where it was scored."""
     out = {
         "f1": s.f1,
         "precision": s.precision,
@@ -34,6 +35,10 @@ def chunk_scores(s: ChunkScores) -> dict:
         "n_pred": s.n_pred,
         "n_correct": s.n_correct,
         "per_type": {t: ts.f1 for t, ts in s.per_type.items()},
+        "per_type_scores": {
+            t: {"precision": ts.precision, "recall": ts.recall, "f1": ts.f1}
+            for t, ts in s.per_type.items()
+        },
     }
     if s.f1_document is not None:
         out["f1_document"] = s.f1_document
