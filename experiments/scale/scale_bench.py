@@ -10,8 +10,9 @@ run``'s model; no gold test data).  At each size, every measurement in a process
 * ``crf``: the CRF through Hydra, CRFsuite's model with the observed support
   (``+experiment=conll03_crf ... features.edges=false learner.support=observed``),
   ``--crf-iterations`` L-BFGS iterations;
-* the scikit-learn face's ``ap`` and ``lbfgs`` against python-crfsuite on the same items
-  (``face_memory.py``), where it is importable.
+
+The scikit-learn face against python-crfsuite has its own table (``face_memory.py``: CoNLL-2003
+repeated 1x to 30x, the same items for both).
 
 From each run's ``results.json``: feature extraction seconds, seconds per epoch (iteration),
 the model's tables (``table_bytes``), whether it streamed; from ``/usr/bin/time``: peak memory
@@ -107,31 +108,19 @@ def tokens_of(log: Path) -> int:
 
 def measure(silver: Path, sizes: list[str], kinds: list[str], iterations: int) -> dict:
     runs = Path(tempfile.mkdtemp(prefix="scale-runs-"))
-    out: dict = {"machine": machine(), "sizes": {}}
-    face = face_module()
+    previous = HERE / "results.json"
+    out: dict = json.loads(previous.read_text()) if previous.exists() else {"sizes": {}}
+    out["machine"] = machine()
     for size in sizes:
         corpus = silver / f"silver{size}.txt"
-        row: dict = {}
+        row: dict = out["sizes"].setdefault(size, {})
         for kind in kinds:
-            if kind in ("ap", "crf"):
-                row[kind] = hydra_run(kind, corpus, runs / f"{kind}{size}", iterations)
-            elif face is not None:
-                row[kind] = face.measure(kind, corpus)
+            if kind not in ("ap", "crf"):
+                raise ValueError(f"--kinds: ap or crf, got {kind!r}")
+            row[kind] = hydra_run(kind, corpus, runs / f"{kind}{size}", iterations)
             print(f"{size} {kind}: {row.get(kind)}", flush=True)
-        out["sizes"][size] = row
-        (HERE / "results.json").write_text(json.dumps(out, indent=1) + "\n")
+            (HERE / "results.json").write_text(json.dumps(out, indent=1) + "\n")
     return out
-
-
-def face_module():
-    """``face_memory.py`` beside this file (the face against python-crfsuite), if present."""
-    try:
-        sys.path.insert(0, str(HERE))
-        import face_memory  # noqa: PLC0415
-
-        return face_memory
-    except ImportError:
-        return None
 
 
 def machine() -> dict:
@@ -171,6 +160,12 @@ def render(results: dict) -> str:
     commands = {k: r["command"] for row in results["sizes"].values() for k, r in row.items()}
     lines += ["", "Commands (`data.train=` the size's silver corpus):", ""]
     lines += [f"- {k}: `{c}`" for k, c in commands.items() if c]
+    lines += [
+        "",
+        "Sizes measured in separate invocations keep each other's rows (`--sizes`); the "
+        "machine line is the last invocation's.  The scikit-learn face against python-crfsuite: "
+        "`face_memory/README.md`.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -205,7 +200,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--silver", type=Path, default=ROOT / ".cache" / "silver")
     parser.add_argument("--sizes", default=",".join(SIZES))
-    parser.add_argument("--kinds", default="ap,crf,face_ap,face_lbfgs")
+    parser.add_argument("--kinds", default="ap,crf", help="ap, crf or both")
     parser.add_argument("--crf-iterations", type=int, default=10)
     parser.add_argument("--render-only", action="store_true")
     args = parser.parse_args()

@@ -33,7 +33,30 @@ import numpy as np
 from numba import njit
 
 from structperc.decode.underflow import RESCUE
-from structperc.native.crf_kernels import log_sum_exp, longest_document
+
+
+# numba caches a compiled function by its own file: a kernel module calls none of another's
+# (tests/test_architecture.py), so these two small helpers are this module's own.
+@njit(cache=True)
+def log_sum_exp(x, n):  # pragma: no cover - jit
+    """log sum_k exp(x[k]) over the first n entries (-inf when all are -inf)."""
+    top = -np.inf
+    for k in range(n):
+        top = max(top, x[k])
+    if not top > -np.inf:
+        return top
+    total = 0.0
+    for k in range(n):
+        total += math.exp(x[k] - top)
+    return top + math.log(total)
+
+
+@njit(cache=True)
+def longest_document(doc_offsets):  # pragma: no cover - jit
+    longest = 1
+    for d in range(len(doc_offsets) - 1):
+        longest = max(longest, doc_offsets[d + 1] - doc_offsets[d])
+    return longest
 
 
 @njit(cache=True)
