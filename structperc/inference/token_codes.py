@@ -123,8 +123,12 @@ class AttributeCoder:
 
     @staticmethod
     def supports(features: LocalFeatures) -> bool:
-        """Whether every attribute of ``features`` is one of the kinds above."""
+        """Whether every attribute of ``features`` is one of the kinds above, and its keys'
+        rows are the vocabulary's own (a hashed vocabulary, ``features.hash_bits``, takes the
+        torch path)."""
         if features.compiled is not None or features.boundary or features.gazetteer_families:
+            return False
+        if getattr(features.vocab, "hash_bits", None) is not None:
             return False
         classes = set(features.word_classes.attributes) if features.word_classes else set()
         gazetteers = set(features.gazetteer_types) if features.gazetteer != "none" else set()
