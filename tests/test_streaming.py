@@ -204,6 +204,15 @@ def test_a_run_from_disk_is_the_run_in_memory(tmp_path, monkeypatch):
         or [h["word_error"] for h in ra["history"]] == [h["word_error"] for h in rb["history"]]
     )
     assert (tmp_path / "cachetrue" / "corpus").is_dir()  # the document stores
+    # again from the cached stores (the corpus has no test split: none is looked for)
+    again = tmp_path / "again"
+    run_main(
+        [*common, "data.stream=true", f"cache_dir={tmp_path / 'cachetrue'}"],
+        data,
+        again,
+        monkeypatch,
+    )
+    assert (again / "model.safetensors").read_bytes() == (b / "model.safetensors").read_bytes()
 
 
 def test_the_crf_from_disk_is_the_crf_in_memory(tmp_path, monkeypatch):

@@ -29,32 +29,38 @@ run() {  # run NAME ARGS...: one training into $OUT/NAME unless it has results
   echo "$(date +%T) done $name"
 }
 
+# The order: every seed of the rows the tables compare first (the averaged perceptron's and the
+# CRF's hidden-label rows, the spans and missing-type corpora), then the single-seed rows (MMVP
+# without costs, the CRF's costs and spans corpora, the literal spans corpus), then the cost rows'
+# other seeds.
 for s in 0 1 2; do
   C=$CORPORA/s$s
   run ap_full_s$s $AP seed=$s
   run ap_hidden50_s$s $AP seed=$s data.train=$C/hidden50/train.txt
-  run crf_full_s$s $CRF seed=$s
-  run crf_hidden50_s$s $CRF seed=$s data.train=$C/hidden50/train.txt
   run ap_spans_partial_s$s $AP seed=$s data.train=$C/spans_partial/train.txt
   run ap_spans_as_o_s$s $AP seed=$s data.train=$C/spans_as_o/train.txt
   run ap_spans_half_s$s $AP seed=$s data.train=$C/spans_half/train.txt
   run ap_missing_partial_s$s $AP seed=$s data.train=$C/missing_partial/train.txt 'data.any_of=|'
   run ap_missing_as_o_s$s $AP seed=$s data.train=$C/missing_as_o/train.txt
   run ap_missing_half_s$s $AP seed=$s data.train=$C/missing_half/train.txt
-  for c in 1 2 4 8; do
-    run mmvp_misc_cost${c}_s$s $MMVP seed=$s "learner.label_costs={MISC:$c}"
-  done
+  run crf_full_s$s $CRF seed=$s
+  run crf_hidden50_s$s $CRF seed=$s data.train=$C/hidden50/train.txt
 done
-for s in 0 1 2; do
-  run ap_spans_all_partial_s$s $AP seed=$s data.train=$CORPORA/s$s/spans_all_partial/train.txt
-done
-for s in 0 1 2; do  # MMVP without costs (no loss-augmented decoding): the reference of the cost rows
-  run mmvp_plain_s$s $MMVP seed=$s
-done
+run mmvp_plain_s0 $MMVP seed=0  # MMVP without costs (no loss-augmented decoding)
 for c in 1 4; do  # the CRF's softmax-margin with a MISC cost (seed 0)
   run crf_misc_cost${c}_s0 $CRF seed=0 "learner.label_costs={MISC:$c}"
 done
-for s in 0 1 2; do  # the CRF on the spans corpora (the partial one against the labelled half)
+run crf_spans_partial_s0 $CRF seed=0 data.train=$CORPORA/s0/spans_partial/train.txt
+run crf_spans_half_s0 $CRF seed=0 data.train=$CORPORA/s0/spans_half/train.txt
+run ap_spans_all_partial_s0 $AP seed=0 data.train=$CORPORA/s0/spans_all_partial/train.txt
+for s in 0 1 2; do
+  for c in 1 2 4 8; do
+    run mmvp_misc_cost${c}_s$s $MMVP seed=$s "learner.label_costs={MISC:$c}"
+  done
+  run mmvp_plain_s$s $MMVP seed=$s
+done
+for s in 1 2; do
   run crf_spans_partial_s$s $CRF seed=$s data.train=$CORPORA/s$s/spans_partial/train.txt
   run crf_spans_half_s$s $CRF seed=$s data.train=$CORPORA/s$s/spans_half/train.txt
+  run ap_spans_all_partial_s$s $AP seed=$s data.train=$CORPORA/s$s/spans_all_partial/train.txt
 done

@@ -106,8 +106,8 @@ def stored_corpus(
     told = folder / "format.json"
     if told.is_file():
         fmt = ColumnFormat.from_json(read_json(told))
-        splits = {s: StoredDocuments(folder / f"{s}.docs") for s in SPLITS}
-        return {s: d for s, d in splits.items() if d.path.is_file()}, fmt
+        stored = {s: folder / f"{s}.docs" for s in SPLITS}  # (a corpus may lack a split)
+        return {s: StoredDocuments(p) for s, p in stored.items() if p.is_file()}, fmt
     log.info("reading the corpus into document stores in %s", folder)
     corpus, fmt = stream_corpus(spec, data_dir, folder)
     atomic_write_json(told, fmt.to_json())
