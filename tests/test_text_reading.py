@@ -55,6 +55,26 @@ def test_tokens_and_sentences_are_syntoks(text):
     assert got == syntok_paragraphs(text)
 
 
+def test_control_characters_separate_tokens_as_whitespace_does(tmp_path):
+    """Mis-decoded text ("Ã\x82Â", as in the Brown corpus's) holds C1 controls, which syntok
+    keeps inside tokens and a CoNLL reader refuses: no token holds one, offsets stay the text's,
+    and the tokens written as CoNLL read back."""
+    from structperc.data.conll import read_conll, write_conll
+
+    text = "Caf\u00c3\x82\u00c2 au lait\x00 in Paris\x7f.\n\nA\x1bB c\x9fd"
+    docs = read_text(text)
+    tokens = [t for d in docs for t in d.document.tokens]
+    controls = {chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)]}
+    assert not [t for t in tokens if controls & set(t)]
+    assert tokens[-9:] == ["au", "lait", "in", "Paris", ".", "A", "B", "c", "d"]
+    for d in docs:
+        assert [text[s:e] for s, e in d.offsets] == d.document.tokens
+    path = tmp_path / "out.txt"
+    write_conll(path, [d.document for d in docs], [["O"] * len(d.document) for d in docs])
+    back = read_conll(path, columns=["token", "ner"], documents="sentence")
+    assert [t for d in back for t in d.tokens] == tokens
+
+
 def test_a_chunk_is_tokenized_once():
     tokenizer = ChunkTokenizer()
     calls = []

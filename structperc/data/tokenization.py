@@ -7,7 +7,10 @@ leading and trailing symbols, its inner separators ("-", "'s", lower-upper trans
 So a chunk's tokens and their offsets within it depend on the chunk only, and ``ChunkTokenizer``
 keeps them by chunk: running text repeats its chunks (words with their punctuation), and a
 token costs a dictionary lookup instead of syntok's Python per token.  The tokens are syntok's,
-value for value and offset for offset (``tests/test_text_reading.py``).
+value for value and offset for offset (``tests/test_text_reading.py``), except that a control
+character (C0 and C1, U+007F) separates tokens as whitespace does: no token holds one, so
+``structperc-tag`` writes no column that a CoNLL reader refuses (syntok keeps them inside
+tokens; mis-decoded text such as "Ã\x82Â" has them).
 
 Paragraphs are syntok's too (``PARAGRAPH``: text between lines that hold only whitespace), and
 a lone CR ends a line as LF does (``data/text.py``).
@@ -18,10 +21,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import regex
 from syntok.tokenizer import Tokenizer
 
 PARAGRAPH = re.compile(r"\r?\n(?:\s*\r?\n)+")  # syntok.segmenter's paragraph separator
 LONE_CR = re.compile(r"\r(?!\n)")  # an old Mac line end, which syntok does not read as one
+# syntok's chunks (``Tokenizer._spaces``: runs of neither whitespace nor the zero-width space)
+# cut at control characters too
+CHUNKS = regex.compile(r"[^\s\u200b\x00-\x08\x0e-\x1f\x7f-\x9f]+", regex.UNICODE)
 CHUNK_LIMIT = 1 << 18  # distinct chunks kept before the cache starts afresh
 
 
@@ -43,7 +50,7 @@ class ChunkTokenizer:
 
     def __init__(self):
         self._syntok = Tokenizer(replace_not_contraction=False)
-        self._chunks = Tokenizer._spaces  # syntok's own pattern (the ``regex`` module's)
+        self._chunks = CHUNKS
         self._cache: dict[str, tuple | None] = {}
 
     def _split(self, chunk: str) -> tuple | None:
