@@ -31,7 +31,7 @@ import torch
 
 from structperc.checkpoint import Checkpoint
 from structperc.distributed import SERIAL, Group
-from structperc.features.store import RELEASE_EVERY, release_pages
+from structperc.features.store import SHUFFLED_RELEASE_EVERY, release_pages
 from structperc.forking import Child, SharedTables, can_fork
 from structperc.learn.base import Learner, StepStats
 from structperc.learn.fitting import (
@@ -260,7 +260,7 @@ def run_epochs(
             for step, i in enumerate(shown):
                 if mapped:  # read from the mapped files at each visit (memory: store.py)
                     batch, gold = structure.instance(data, i, settings.device)
-                    if step % RELEASE_EVERY == 0:
+                    if step % SHUFFLED_RELEASE_EVERY == 0:
                         release_pages()
                 else:
                     if i not in instances:

@@ -22,7 +22,7 @@ from structperc.crf.objective import CRFSettings, with_prior
 from structperc.crf.sparse import Support
 from structperc.distributed import SERIAL, Group
 from structperc.features.extract import FeatureMatrix
-from structperc.features.store import RELEASE_EVERY, release_pages
+from structperc.features.store import RELEASE_EVERY, SHUFFLED_RELEASE_EVERY, release_pages
 from structperc.model.weights import ChainWeights
 from structperc.native import available as numba_available
 from structperc.native.inputs import csr_arrays, table_arrays
@@ -236,7 +236,7 @@ class CompiledSGD(KernelInputs):
         state = np.array([opt.scale, opt.seen], np.float64)
         order = np.asarray(order, np.int64)
         total, errors, failed = 0.0, 0, 0
-        step = max(RELEASE_EVERY // 16, 1) if self.mapped else max(len(order), 1)
+        step = SHUFFLED_RELEASE_EVERY if self.mapped else max(len(order), 1)
         for a in range(0, len(order), step):  # (the state carries over: the same epoch)
             total, wrong, failed = self._run(order[a : a + step], state, opt.lr0, opt.lam, total)
             errors += wrong

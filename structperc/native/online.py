@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from structperc.features.store import release_pages
+from structperc.features.store import SHUFFLED_RELEASE_EVERY, release_pages
 from structperc.learn.arow import AROW
 from structperc.learn.base import Learner, StepStats
 from structperc.learn.passive_aggressive import PassiveAggressive
@@ -164,8 +164,9 @@ class CompiledEpoch:
         order_np = np.asarray(order, dtype=np.int64)
         stats = np.zeros(5, np.float64)
         with bar(None, total=len(order), enabled=progress, desc=desc, unit="doc") as pbar:
-            for lo in range(0, len(order_np), CHUNK):
-                chunk = order_np[lo : lo + CHUNK]
+            step = SHUFFLED_RELEASE_EVERY if self.mapped else CHUNK  # (features/store.py)
+            for lo in range(0, len(order_np), step):
+                chunk = order_np[lo : lo + step]
                 self._kernel(chunk, node, edge, sums, up, pa, arow, variances, touched, stats)
                 total.tokens += int(stats[0])
                 total.errors += int(stats[1])
