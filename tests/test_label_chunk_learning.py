@@ -29,7 +29,7 @@ from structperc.model.label_chunk_weights import (
 )
 from structperc.model.updates import Updater
 from structperc.structures.label_chunk import LabelChunkStructure, PartData
-from structperc.train import fit
+from structperc.trainer import fit
 
 SENTS = [
     ("The cat sat on the mat .", "DT NN VBD IN DT NN .", "B I O O B I O"),

@@ -1,4 +1,4 @@
-"""Tests for structperc.train and the perceptron: convergence rule, fit, predict."""
+"""Tests for structperc.trainer and the perceptron: convergence rule, fit, predict."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from structperc.model.batch import make_batch
 from structperc.model.updates import Updater, path_delta
 from structperc.model.weights import ChainWeights
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import fit
+from structperc.trainer import fit
 
 # ---------------------------------------------------------------- Convergence
 

@@ -376,7 +376,7 @@ def train_shared_weights(cfg: dict, epochs: int) -> tuple:
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights
     from structperc.structures.chain import ChainData, ChainStructure
-    from structperc.train import fit
+    from structperc.trainer import fit
 
     corpus = load_corpus(cfg)
     feats = make_features(cfg)

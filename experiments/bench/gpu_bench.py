@@ -10,7 +10,7 @@ perceptron trained ``--epochs`` epochs on the CPU here):
    potentials included), n = 100 and 6,400, seconds;
 3. the CRF: seconds per L-BFGS iteration (``crf_bench.worker_structperc``) with
    ``features.edges=false`` and with edge features, CPU and CUDA, and CRFsuite's L-BFGS;
-4. one averaged-perceptron epoch (``train.fit``, one document per step), CPU and CUDA.
+4. one averaged-perceptron epoch (``trainer.fit``, one document per step), CPU and CUDA.
 
 Medians of ``--repeats`` passes (CUDA timed after a warm-up pass, with synchronisation).  Writes
 ``gpu.json`` and ``GPU.md`` into ``--out``.  Without CUDA it refuses to run (``--render-only``
@@ -160,7 +160,7 @@ def perceptron_rows(features, mats, y, labels, epochs: int) -> list[dict]:
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights
     from structperc.structures.chain import ChainData, ChainStructure
-    from structperc.train import fit
+    from structperc.trainer import fit
 
     rows = []
     for device in ("cpu", ACCEL):

@@ -91,7 +91,7 @@ def worker_structperc(cfg: dict) -> dict:
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights
     from structperc.structures.chain import ChainData, ChainStructure
-    from structperc.train import fit
+    from structperc.trainer import fit
 
     setup_threads(cfg["threads"])
     corpus = load_corpus(cfg)

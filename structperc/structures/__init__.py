@@ -7,5 +7,5 @@
                     Φ^a·α = Φ^l·α + Φ^g·α over the candidates with non-local features
 
 A new model of labelings is a new module here; the learners (``structperc.learn``) and
-``structperc.train.fit`` do not change.
+``structperc.trainer.fit`` do not change.
 """

@@ -41,7 +41,7 @@ from structperc.model.updates import SparseDelta
 
 
 class Structure(Protocol):
-    """What ``train.fit`` and the learners call; see the module docstring."""
+    """What ``trainer.fit`` and the learners call; see the module docstring."""
 
     capabilities: frozenset[str]
     weights: object  # an nn.Module with ``tables()``: name -> [F, width] tensor
