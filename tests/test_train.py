@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from oracles.chain import path_score
 
 from structperc.checkpoint import Checkpoint
 from structperc.data.document import Document
 from structperc.data.synthetic import make_corpus
-from structperc.decode.reference import path_score
 from structperc.decode.viterbi import viterbi
 from structperc.eval import evaluate
 from structperc.features.pipeline import LocalFeatures

@@ -15,7 +15,8 @@ vectorised counterpart on a ``MentionBatch`` of n candidates -> counts [n, K+1, 
     subphrase.py       ``subphrase``: a mention inside the string of another mention
     majority.py        ``tokmaj``, ``entmaj``, ``supmaj``: token, entity, super-entity majority
     conjunction.py     ``conj``: the conjuncts of "A , B and C" / "A or B"
-    reference.py       ``document_features``: Φ^g of one candidate, the families summed
+    (``tests/oracles/non_local.py``: ``document_features``, Φ^g of one candidate, the families
+    summed: the reference the vectorised path is tested against)
     codes.py           the closed code space (family, c, c') and the feature string of a code
     document_index.py  ``DocumentIndex``: what all candidates of a document share
     mention_batch.py   ``MentionBatch``: all mentions of n candidates and their class counts
