@@ -37,9 +37,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 sys.path.insert(0, str(HERE.parents[1] / "tests"))  # the Figure 1 oracle (tests/oracles/)
 
+from oracles.label_chunk import figure1  # noqa: E402
+
 from structperc.data.loading import load_corpus, require_data_dir  # noqa: E402
 from structperc.decode.label_chunk import LabelChunkPotentials, decode  # noqa: E402
-from oracles.label_chunk import figure1  # noqa: E402
 from structperc.features.part_features import PartFeatures  # noqa: E402
 from structperc.model.label_chunk_weights import LabelChunkWeights  # noqa: E402
 from structperc.structures.label_chunk import LabelChunkStructure, PartData  # noqa: E402
