@@ -188,25 +188,15 @@ def perceptron_rows(features, mats, y, labels, epochs: int) -> list[dict]:
 def crfsuite_tagging(cfg: dict, corpus: dict, tokens: int, repeats: int) -> dict:
     """CRFsuite's tagging speed on the test set (a model of one averaged-perceptron epoch)."""
     import pycrfsuite
-    from common import attribute_lists, attribute_strings, bounds_of, kept_values
+    from common import attribute_lists
 
-    feats = make_features(cfg)
-    cols = feats._columns(corpus["train"], training=True)
-    keep = kept_values(feats.templates, cols, bounds_of(corpus["train"]), feats.min_count)
-    strings = attribute_strings(feats.templates, keep)
+    feats = make_features(cfg).fit(corpus["train"])
     trainer = pycrfsuite.Trainer(algorithm="ap", verbose=False)
-    bounds = bounds_of(corpus["train"])
-    for doc, x in zip(
-        corpus["train"], attribute_lists(cols, bounds, feats.templates, strings), strict=True
-    ):
+    train = corpus["train"]
+    for doc, x in zip(train, attribute_lists(feats, train, training=True), strict=True):
         trainer.append(x, doc.tags)
     trainer.set_params({"max_iterations": 1})
-    test = corpus["test"]
-    c = feats._columns(test, training=False)
-    xs = [
-        pycrfsuite.ItemSequence(x)
-        for x in attribute_lists(c, bounds_of(test), feats.templates, strings)
-    ]
+    xs = [pycrfsuite.ItemSequence(x) for x in attribute_lists(feats, corpus["test"])]
     with tempfile.TemporaryDirectory() as tmp:
         trainer.train(f"{tmp}/m.crfsuite")
         tagger = pycrfsuite.Tagger()
