@@ -61,6 +61,12 @@ class ComposedConfig:
     def __init__(self, cfg: DictConfig, data_dir: Path | None = None, group: Group = SERIAL):
         self.cfg, self.data_dir, self.group = cfg, data_dir, group
 
+    @classmethod
+    def of(cls, cfg: DictConfig, group: Group = SERIAL) -> ComposedConfig:
+        """The config of a run, its data folder resolved from ``data.dir`` (the one place it
+        is: ``data.loading.resolve_data_dir``, ``$STRUCTPERC_DATA`` first)."""
+        return cls(cfg, resolve_data_dir(cfg.data.get("dir")), group)
+
     def make(self, node):
         """The object that a node (or a dict) with ``_target_`` describes (Hydra's
         ``instantiate``)."""
@@ -173,7 +179,7 @@ def main_from_config(cfg: DictConfig, out_dir: Path, group: Group = SERIAL) -> f
         )
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
-    settings = task.build(ComposedConfig(cfg, resolve_data_dir(cfg.data.dir), group))
+    settings = task.build(ComposedConfig.of(cfg, group))
     results = task.drive(settings, out_dir, group)
     if group.is_main and not cfg.trainer.get("keep_checkpoints", False):
         remove_checkpoints(out_dir)
