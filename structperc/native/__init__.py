@@ -29,3 +29,6 @@ import importlib.util
 def available() -> bool:
     """Whether numba can be imported (the compiled loops exist)."""
     return importlib.util.find_spec("numba") is not None
+
+
+__all__ = ["available"]

@@ -31,3 +31,27 @@ An effective two-stage model for exploiting non-local dependencies in named enti
 ACL-COLING.  J. Kazama, K. Torisawa (2007), A new perceptron algorithm for sequence labeling
 with non-local features, EMNLP-CoNLL.
 """
+
+from structperc.features.non_local.conjunction import conjunction_consistency
+from structperc.features.non_local.document_index import DocumentIndex
+from structperc.features.non_local.majority import (
+    entity_majority,
+    superentity_majority,
+    token_majority,
+)
+from structperc.features.non_local.mention_batch import MentionBatch
+from structperc.features.non_local.phrase import phrase_consistency
+from structperc.features.non_local.subphrase import subphrase_consistency
+from structperc.features.non_local.vectorized import candidate_codes
+
+__all__ = [
+    "DocumentIndex",
+    "MentionBatch",
+    "candidate_codes",
+    "conjunction_consistency",
+    "entity_majority",
+    "phrase_consistency",
+    "subphrase_consistency",
+    "superentity_majority",
+    "token_majority",
+]
