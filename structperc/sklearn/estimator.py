@@ -478,7 +478,7 @@ class CRF(BaseEstimator):
     # -- explanations --------------------------------------------------------------------------
     def explain_weights(self, top: int = 20) -> dict:
         """Per label its ``top`` largest and most negative state weights (attribute names), and
-        the transition matrix [L][L] (from, to), as JSON (``explain/weights.py``)."""
+        the transition matrix, L x L (from, to), as JSON (``explain/weights.py``)."""
         model = self.model_
         weights = model.weights("cpu")
         return chain_weights(
