@@ -22,11 +22,13 @@ from .tags import iob1_to_iob2
 log = logging.getLogger(__name__)
 
 ENV_VAR = "STRUCTPERC_DATA"
+"""The environment variable that names the data folder (over ``data.dir``)."""
 CONFIG_KEY = "data.dir"
 SPLITS: dict[str, tuple[str, ...]] = {
     "conll2003": ("train", "dev", "test"),
     "conll2000": ("train", "test"),
 }
+"""The splits of each shared task's corpus."""
 # Hub repositories to try, in order, and the hub's split names.  These repositories hold a
 # loading script, which datasets>=4 no longer runs; the hub's own Parquet export of the same
 # data (revision PARQUET_REVISION) is tried next.
