@@ -126,7 +126,7 @@ def test_the_block_reader(tmp_path):
 )
 def test_the_python_examples_of_a_page_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("STRUCTPERC_DATA", str(tmp_path / "no-data"))  # the examples bring theirs
+    monkeypatch.setenv("STRUCTPERC_DATA", str(tmp_path))  # the examples bring their data
     namespace: dict = {"__name__": "__docs__"}
     for block in runnable(page):
         try:
