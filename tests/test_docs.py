@@ -6,7 +6,8 @@ installed) the site builds with no warning.
 Code blocks: a ``python`` block runs, in the order of its page, in one namespace per page and in
 a fresh working folder (the examples make their own small data).  Any other code block (shell,
 an unnamed language) is preceded by a line ``<!-- illustrative: REASON -->``, which a ``python``
-block may carry too; blocks of data (``text``, ``yaml``, ``json``, ``mermaid``, ``conll``,
+block may carry too; a ``python`` block that includes a file of ``docs/examples/``
+(``--8<-- "docs/examples/NAME.py"``) is that file, which runs as a script; blocks of data (``text``, ``yaml``, ``json``, ``mermaid``, ``conll``,
 ``tpl``) are shown, not run.
 """
 
@@ -98,7 +99,13 @@ def blocks(page: Path) -> list[Block]:
 
 
 def runnable(page: Path) -> list[Block]:
-    return [b for b in blocks(page) if b.lang in RUN and b.reason is None]
+    """The python blocks of ``page`` that run here: not illustrative, and not the include of
+    an example file (``--8<-- "docs/examples/..."``: those run as scripts, below)."""
+    return [
+        b
+        for b in blocks(page)
+        if b.lang in RUN and b.reason is None and not b.code.startswith("--8<--")
+    ]
 
 
 def test_every_code_block_runs_or_says_why_not():
