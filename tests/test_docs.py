@@ -7,8 +7,8 @@ Code blocks: a ``python`` block runs, in the order of its page, in one namespace
 a fresh working folder (the examples make their own small data).  Any other code block (shell,
 an unnamed language) is preceded by a line ``<!-- illustrative: REASON -->``, which a ``python``
 block may carry too; a ``python`` block that includes a file of ``docs/examples/``
-(``--8<-- "docs/examples/NAME.py"``) is that file, which runs as a script; blocks of data (``text``, ``yaml``, ``json``, ``mermaid``, ``conll``,
-``tpl``) are shown, not run.
+(``--8<-- "docs/examples/NAME.py"``) is that file, which runs as a script; blocks of data
+(``text``, ``yaml``, ``json``, ``mermaid``, ``conll``, ``tpl``) are shown, not run.
 """
 
 from __future__ import annotations
