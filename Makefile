@@ -84,12 +84,12 @@ profile: $(STAMP) ## Profile a perceptron epoch, a proposed epoch, a CRF iterati
 	$(PY) experiments/bench/profile_bench.py
 
 lint: $(STAMP) ## ruff check and format check
-	$(VENV)/bin/ruff check structperc tests experiments tools docs
-	$(VENV)/bin/ruff format --check structperc tests experiments tools docs
+	$(VENV)/bin/ruff check structperc tests experiments tools docs/examples
+	$(VENV)/bin/ruff format --check structperc tests experiments tools docs/examples
 
 format: $(STAMP) ## ruff fix and format
-	$(VENV)/bin/ruff check --fix structperc tests experiments tools docs
-	$(VENV)/bin/ruff format structperc tests experiments tools docs
+	$(VENV)/bin/ruff check --fix structperc tests experiments tools docs/examples
+	$(VENV)/bin/ruff format structperc tests experiments tools docs/examples
 
 tb: $(STAMP) ## TensorBoard over all runs (outputs/ and multirun/)
 	$(VENV)/bin/tensorboard --logdir . --host 127.0.0.1
