@@ -32,6 +32,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import torch
+
 if TYPE_CHECKING:  # annotations only
     from torch import Tensor
 
@@ -103,6 +105,32 @@ class Learner:
     def name(self) -> str:
         """The learner's short name in logs and result files."""
         return type(self).__name__
+
+
+class SizedStep(Learner):
+    """A learner that, on a mistake, moves the weights by tau · (Φ(x, y*) − Φ(x, y')), its
+    step size tau a function of the mistake (``tau``): the max-margin update, PA."""
+
+    def tau(self, loss: float, margin: float, norm_sq: float) -> tuple[float, dict]:
+        """(tau, counts to report) of a mistake of ``loss`` (the structure's), ``margin``
+        s(y*) − s(y') and ||Φ(x, y*) − Φ(x, y')||²."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def step(self, structure, updater: Updater, batch, gold) -> StepStats:
+        """Decode one instance and, if it is wrong, move the weights by tau * d."""
+        pred = structure.argmax(batch)
+        errors = structure.errors(gold, pred)
+        if not errors:
+            return StepStats(tokens=len(gold))
+        delta = structure.delta(batch, gold, pred)
+        margin = delta.dot(updater.weights.tables())
+        tau, extra = self.tau(structure.loss(gold, pred), margin, delta.norm_sq())
+        if tau > 0:
+            updater.apply(delta, tau)
+        stats = StepStats(tokens=len(gold), errors=errors, updates=int(tau > 0))
+        stats.extra.update(extra)
+        return stats
 
 
 def check_bpm_runs(bpm_runs: int) -> int:
