@@ -13,7 +13,7 @@ import pytest
 import torch
 from test_train import corpus, dev_f1  # noqa: F401 - the synthetic corpus fixture
 
-from structperc import train as train_module
+from structperc import trainer as train_module
 from structperc.checkpoint import Checkpoint
 from structperc.forking import Child, ChildError, SharedTables, can_fork
 from structperc.learn.fitting import FitSettings
