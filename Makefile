@@ -14,7 +14,7 @@ ifeq ($(origin STRUCTPERC_DATA), undefined)
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run tagger smoke test bench bench-quick profile lint format tb clean
+.PHONY: help setup run tagger smoke test docs docs-serve bench bench-quick profile lint format tb clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## .*$$' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
@@ -68,6 +68,12 @@ TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 
 test: $(STAMP) ## Run the test suite (synthetic data and slices of the real data; in TEST_JOBS processes)
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
 
+docs: $(STAMP) ## Build the documentation site into site/ (MkDocs, warnings as errors)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(STAMP) ## Serve the documentation at http://127.0.0.1:8000, rebuilt as the files change
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
+
 bench: $(STAMP) ## Every speed row (NER and POS tagger vs CRFsuite, CRF, n-best, proposed, label-chunk DP, rerank, scoring vs seqeval, templates, the sklearn face vs sklearn-crfsuite), ~20-25 min plus an estimated 30-40 for the sklearn section (--only picks sections); writes experiments/bench/
 	$(PY) experiments/bench/bench.py
 
@@ -78,15 +84,15 @@ profile: $(STAMP) ## Profile a perceptron epoch, a proposed epoch, a CRF iterati
 	$(PY) experiments/bench/profile_bench.py
 
 lint: $(STAMP) ## ruff check and format check
-	$(VENV)/bin/ruff check structperc tests experiments
-	$(VENV)/bin/ruff format --check structperc tests experiments
+	$(VENV)/bin/ruff check structperc tests experiments tools docs/examples
+	$(VENV)/bin/ruff format --check structperc tests experiments tools docs/examples
 
 format: $(STAMP) ## ruff fix and format
-	$(VENV)/bin/ruff check --fix structperc tests experiments
-	$(VENV)/bin/ruff format structperc tests experiments
+	$(VENV)/bin/ruff check --fix structperc tests experiments tools docs/examples
+	$(VENV)/bin/ruff format structperc tests experiments tools docs/examples
 
 tb: $(STAMP) ## TensorBoard over all runs (outputs/ and multirun/)
 	$(VENV)/bin/tensorboard --logdir . --host 127.0.0.1
 
 clean: ## Remove the venv, caches and run outputs
-	rm -rf $(VENV) .cache outputs multirun .pytest_cache .ruff_cache
+	rm -rf $(VENV) .cache outputs multirun site .pytest_cache .ruff_cache

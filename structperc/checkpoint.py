@@ -8,7 +8,7 @@ is written last and names the tensor file of its epoch, so a crash between the t
 the previous, consistent pair readable; older tensor files are removed after the JSON.  Resuming
 with the same seed replays the same document order for the remaining epochs (the order depends
 only on seed and epoch), so the resumed run ends with exactly the weights of an uninterrupted one.
-``train.fit`` saves and loads them; this module only reads and writes the files.
+``trainer.fit`` saves and loads them; this module only reads and writes the files.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Work in forked child processes, so a serial training can use a second core.
 
 A child made by ``fork`` starts with a copy-on-write snapshot of its parent's memory: the weight
-tables exactly as they are at the fork, without copying them.  ``train.fit`` uses this twice when
+tables exactly as they are at the fork, without copying them.  ``trainer.fit`` uses this twice when
 ``trainer.processes`` > 1 (the results are bit-identical to one process):
 
 - the BPM initialisation's single epochs (independent: each starts from zero weights) run in

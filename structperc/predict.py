@@ -14,12 +14,9 @@ when the output is standard output, as the log is.  Under ``torchrun`` (``torchr
 --nproc-per-node=N -m structperc.predict ...``) each rank tags a consecutive block of the
 documents and rank 0 writes the output in the input's order.
 
-Failures are one line on standard error: bad input, a bad model, an output that is the input or
-cannot be written print what is wrong, naming the file (and line), and exit with status 2; a
-missing ``model=``, ``input=`` or ``output=`` prints the usage line too; Ctrl-C prints
-``structperc-tag: interrupted`` and exits with status 130 (``HYDRA_FULL_ERROR=1``: the
-tracebacks).  The output file is written whole or not at all (a temporary file renamed into
-place).  Plain text without words gives an empty output; an empty CoNLL file is an error.
+Failures are one line on standard error and exit status 2 (a missing ``model=``, ``input=`` or
+``output=``: the usage line too); Ctrl-C prints ``structperc-tag: interrupted``, status 130
+(``HYDRA_FULL_ERROR=1``: the tracebacks).  The output file is written whole or not at all.
 """
 
 from __future__ import annotations
@@ -29,7 +26,6 @@ import sys
 from pathlib import Path
 
 import hydra
-import torch
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import OverrideParseException
 from omegaconf import DictConfig, OmegaConf
@@ -42,7 +38,7 @@ from structperc.cli import (
     usage_error,
 )
 from structperc.distributed import SERIAL, Group
-from structperc.inference.files import TagJob
+from structperc.inference.files import TagJob, checked_settings
 from structperc.io import STDIO
 
 log = logging.getLogger("structperc.predict")
@@ -50,20 +46,6 @@ log = logging.getLogger("structperc.predict")
 PROGRAM = "structperc-tag"
 USAGE = "model=RUN_DIR input=FILE|- output=FILE|- [key=value ...]  (--help: every setting)"
 REQUIRED = ("model", "input", "output")
-# the settings that are not text, and what they must be (``settings``)
-WHOLE_NUMBERS, SWITCHES, LISTS = (
-    ("batch_size", "n_test", "window", "threads"),
-    ("evaluate",),
-    ("columns",),
-)
-KINDS = {
-    "batch_size": "a whole number",
-    "n_test": "a whole number or null",
-    "window": "a whole number",
-    "threads": "a whole number",
-    "evaluate": "true or false",
-    "columns": "a list of column names, e.g. [token,_,ner]",
-}
 
 
 def tag_file(model_dir: str | Path, input_path: str | Path, output_path: str | Path, **settings):
@@ -97,39 +79,13 @@ def check_arguments(args: list[str]) -> None:
             usage_error(PROGRAM, USAGE, f"unknown setting {key}= in {arg!r}")
 
 
-def settings(cfg: DictConfig) -> dict:
-    """The settings of ``cfg`` as plain values: text settings as strings (``model=3`` is the
-    folder "3"), ValueError naming a setting of the wrong kind (``batch_size=x``, a device
-    torch does not know, ...)."""
-    out = OmegaConf.to_container(cfg)
-    for key, value in out.items():
-        if value is None:
-            continue
-        if key in WHOLE_NUMBERS:
-            ok = isinstance(value, int) and not isinstance(value, bool)
-        elif key in SWITCHES:
-            ok = isinstance(value, bool)
-        elif key in LISTS:
-            ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
-        else:
-            ok = not isinstance(value, list | dict)
-            out[key] = str(value)
-        if not ok:
-            raise ValueError(f"{key}={value!r}: expected {KINDS.get(key, 'text')}")
-    try:
-        torch.device(out["device"])
-    except (RuntimeError, ValueError) as err:
-        raise ValueError(f"device={out['device']}: {str(err).splitlines()[0]}") from None
-    return out
-
-
 @hydra.main(version_base="1.3", config_path=config_dir(), config_name="predict")
 def tag_main(cfg: DictConfig) -> None:
     """Hydra's job: ``tag_file`` with the settings of ``conf/predict.yaml``."""
     require_settings(PROGRAM, USAGE, [k for k in REQUIRED if OmegaConf.is_missing(cfg, k)])
     group = SERIAL
     try:
-        s = settings(cfg)
+        s = checked_settings(OmegaConf.to_container(cfg))
         group = Group.from_environment("auto", s["device"])
         scores = TagJob.of({**s, "device": group.device_of(s["device"])}).run(group)
     except (ValueError, OSError) as err:

@@ -11,22 +11,27 @@ tagging, test NP F1 for the joint tasks), so sweepers (``-m learner.C=...``) can
 with status 2 (a setting left ``???``: the usage line too); Ctrl-C prints
 ``structperc-train: interrupted`` and exits with status 130 (``HYDRA_FULL_ERROR=1``: the
 tracebacks).
+
+``train(*overrides)`` is the same run from Python: ``structperc.train("+experiment=...")``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
+from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import hydra
 import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import MissingMandatoryValue
 
 from structperc.checkpoint import META as CHECKPOINT_META
@@ -34,7 +39,11 @@ from structperc.cli import config_dir, fail_cleanly, full_error, run_entry_point
 from structperc.data.loading import resolve_data_dir
 from structperc.distributed import SERIAL, Group
 from structperc.learn.fitting import FitSettings
+from structperc.plugins import import_plugins
 from structperc.tasks.registry import Task, lookup
+
+if TYPE_CHECKING:
+    from structperc.inference.tagger import Tagger
 
 log = logging.getLogger("structperc")
 
@@ -51,6 +60,12 @@ class ComposedConfig:
 
     def __init__(self, cfg: DictConfig, data_dir: Path | None = None, group: Group = SERIAL):
         self.cfg, self.data_dir, self.group = cfg, data_dir, group
+
+    @classmethod
+    def of(cls, cfg: DictConfig, group: Group = SERIAL) -> ComposedConfig:
+        """The config of a run, its data folder resolved from ``data.dir`` (the one place it
+        is: ``data.loading.resolve_data_dir``, ``$STRUCTPERC_DATA`` first)."""
+        return cls(cfg, resolve_data_dir(cfg.data.get("dir")), group)
 
     def make(self, node):
         """The object that a node (or a dict) with ``_target_`` describes (Hydra's
@@ -155,6 +170,7 @@ def task_of(cfg: DictConfig) -> Task:
 def main_from_config(cfg: DictConfig, out_dir: Path, group: Group = SERIAL) -> float:
     """Run the task ``cfg.task.name`` into ``out_dir`` on the ranks of ``group``; returns its
     headline metric (0 on ranks other than 0)."""
+    import_plugins(cfg.get("plugins"))  # before the task: a plugin may register it
     task = task_of(cfg)
     if cfg.trainer.get("init_from") and not task.warm_start:
         raise ValueError(
@@ -163,7 +179,7 @@ def main_from_config(cfg: DictConfig, out_dir: Path, group: Group = SERIAL) -> f
         )
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
-    settings = task.build(ComposedConfig(cfg, resolve_data_dir(cfg.data.dir), group))
+    settings = task.build(ComposedConfig.of(cfg, group))
     results = task.drive(settings, out_dir, group)
     if group.is_main and not cfg.trainer.get("keep_checkpoints", False):
         remove_checkpoints(out_dir)
@@ -212,6 +228,49 @@ def train_main(cfg: DictConfig) -> float:
         raise
     finally:
         group.close()
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished run (``train``): its ``folder`` (the model, results.json, predictions, the
+    TensorBoard logs), its ``results`` (results.json) and its ``headline`` metric."""
+
+    folder: Path
+    results: dict
+    headline: float
+
+    def tagger(self, **settings) -> Tagger:
+        """The run's model as a ``Tagger`` (``Tagger.load``'s ``settings``)."""
+        from structperc.inference.tagger import Tagger
+
+        return Tagger.load(self.folder, **settings)
+
+
+def train(*overrides: str, folder: str | Path | None = None) -> Run:
+    """Train as ``python -m structperc.run`` does with the same ``key=value`` ``overrides``
+    (``+experiment=conll03_local``, ``data=columns``, ``learner.C=0.1`` ...), in this process,
+    into ``folder`` (default: ``hydra.run.dir``, as the command line's); returns the ``Run``.
+
+    Hydra's compose API reads ``conf/`` (``cli.config_dir``); a setting that is wrong raises
+    as it would on the command line (ValueError, Hydra's ConfigCompositionException).  Logging is
+    left as the caller set it up.
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    if GlobalHydra.instance().is_initialized():
+        GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+    if folder is None:
+        folder = OmegaConf.select(cfg, "hydra.run.dir")  # (its ${now:...} resolved here)
+    with open_dict(cfg):
+        del cfg["hydra"]
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    headline = main_from_config(cfg, out)
+    results = json.loads((out / "results.json").read_text())
+    return Run(out, results, headline)
 
 
 def main() -> None:

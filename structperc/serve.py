@@ -6,11 +6,12 @@ endpoints, request batching and errors) on uvicorn.
         -d '{"text": "Peter Blackburn met officials in Brussels."}'
 
 Settings are ``key=value`` as ``structperc-tag``'s (``model``, ``tagger``, ``n_test``,
-``constraints``, ``device``, ``window``, ``threads``, ``batch_size``) and the server's: ``host``,
-``port``, ``max_bytes`` (the largest request body), ``max_batch_tokens`` (the tokens of requests
-decoded at once), ``log_level``.  The model is loaded (and its compiled kernels run once) before
-the server listens; SIGTERM or Ctrl-C stops it taking connections, answers the requests in
-flight, then exits.  A bad setting or model: one line and exit status 2.
+``constraints``, ``device``, ``window``, ``threads``, ``batch_size``, ``plugins``: modules of your
+own, e.g. ``plugins=my_features,other``) and the server's: ``host``, ``port``, ``max_bytes`` (the
+largest request body), ``max_batch_tokens`` (the tokens of requests decoded at once),
+``log_level``.  The model is loaded (and its compiled kernels run once) before the server listens;
+SIGTERM or Ctrl-C stops it taking connections, answers the requests in flight, then exits.  A bad
+setting or model: one line and exit status 2.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ DEFAULTS = {
     "max_bytes": 1 << 20,
     "max_batch_tokens": 1 << 15,
     "log_level": "info",
+    "plugins": None,
 }
 GRACE_SECONDS = 60  # how long SIGTERM waits for the requests in flight
 
@@ -54,10 +56,13 @@ def main(argv: list[str] | None = None) -> None:
     from structperc.inference.service import make_app
     from structperc.inference.tagger import MissingColumns
     from structperc.inference.token_batch import TokenBatch
+    from structperc.plugins import plugin_names
 
     keys = ("model", "tagger", "n_test", "constraints", "batch_size", "device", "window")
     try:
-        tagger = TaggerSettings(**{k: s[k] for k in keys}, threads=s["threads"]).load()
+        plugins = plugin_names(s["plugins"])
+        tagger = TaggerSettings(**{k: s[k] for k in keys}, threads=s["threads"], plugins=plugins)
+        tagger = tagger.load()
         warm = [Document(tokens=["Structperc", "serves", "."])]  # loads the kernels now
         try:
             tagger.label_batch(TokenBatch.of(warm), tagger.tags_columns(warm))

@@ -31,7 +31,7 @@ from structperc.learn.perceptron import Perceptron
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import fit, run_epochs
+from structperc.trainer import fit, run_epochs
 
 
 class Killed(Exception):

@@ -35,7 +35,7 @@ from structperc.model.batch import make_batch
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights, bag_sums, chain_potentials, offsets_like
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import fit
+from structperc.trainer import fit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -411,7 +411,7 @@ def test_scaled_sgd_rejects_a_learning_rate_that_flips_the_sign():
 
 
 # ---------------------------------------------------------------------------------------------
-# fit (CRF.fit through train.fit)
+# fit (CRF.fit through trainer.fit)
 # ---------------------------------------------------------------------------------------------
 def _fit(learner, seed=7, max_epochs=None, checkpoint=None, resume=False):
     features, labels, names = toy_problem(seed, docs=12, F_=8, L=3, learnable=True)

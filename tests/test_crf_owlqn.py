@@ -18,7 +18,7 @@ from structperc.learn.fitting import FitSettings
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import fit
+from structperc.trainer import fit
 
 
 def test_pseudo_gradient_by_hand():

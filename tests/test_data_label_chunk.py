@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles.label_chunk import parts
 
 from structperc.data.document import Document
 from structperc.data.label_chunk import (
@@ -19,7 +20,6 @@ from structperc.data.label_chunk import (
     np_tags,
     to_tags,
 )
-from structperc.decode.label_chunk_reference import parts
 
 # Shimizu & Haas (2006) Tables 1 and 4
 TOKENS = "U.K. base rates are at their highest level in eight years .".split()

@@ -115,10 +115,14 @@ def test_load_local_conll2000_splits_and_max_docs(local):
 
 
 def test_env_var_overrides_configured_folder(local, tmp_path, monkeypatch):
+    """The data folder is resolved once (``resolve_data_dir``); ``load_corpus`` reads the one
+    it is given."""
     empty = tmp_path / "empty"
     (empty / "conll2000").mkdir(parents=True)  # would fail: no split files
     monkeypatch.setenv(ENV_VAR, str(local))
-    assert load_corpus("conll2000", empty)["test"][0].tokens == ["Rockwell"]
+    assert load_corpus("conll2000", resolve_data_dir(empty))["test"][0].tokens == ["Rockwell"]
+    with pytest.raises(FileNotFoundError, match="train.txt: no such file"):
+        load_corpus("conll2000", empty)
 
 
 def test_missing_split_file_is_reported(local):
@@ -331,7 +335,7 @@ def test_synthetic_corpus_is_learnable():
 def test_real_data_through_env_var(data_dir, tmp_path, monkeypatch):
     monkeypatch.setenv(ENV_VAR, str(data_dir))
     assert resolve_data_dir(tmp_path) == data_dir
-    corpus = load_corpus("conll2003", tmp_path / "ignored", max_docs=3)
+    corpus = load_corpus("conll2003", resolve_data_dir(tmp_path / "ignored"), max_docs=3)
     assert [len(v) for v in corpus.values()] == [3, 3, 3]
     first = corpus["train"][0]
     assert first.tokens[:2] == ["EU", "rejects"] and first.tags[:2] == ["B-ORG", "O"]

@@ -7,15 +7,15 @@ import math
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from structperc.data.label_chunk import LabelChunk
-from structperc.decode.label_chunk import LabelChunkPotentials, decode, structure_scores
-from structperc.decode.label_chunk_reference import (
+from oracles.label_chunk import (
     brute_force,
     enumerate_structures,
     figure1,
     part_score,
 )
+
+from structperc.data.label_chunk import LabelChunk
+from structperc.decode.label_chunk import LabelChunkPotentials, decode, structure_scores
 
 
 @st.composite

@@ -11,6 +11,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles.chain import forward_loop
 from torch_struct import LinearChain, LogSemiring
 
 from structperc.decode.marginals import (
@@ -25,7 +26,6 @@ from structperc.decode.marginals import (
     path_log_probs,
     to_log_potentials,
 )
-from structperc.decode.reference import forward_loop
 from structperc.decode.scaled_scan import NEG, ScaledLinearChain, ScaledLogSemiring, pair_product
 from structperc.decode.scores import path_scores
 

@@ -8,6 +8,7 @@ import hypothesis.strategies as st
 import pytest
 import torch
 from hypothesis import given, settings
+from oracles.chain import enumerate_paths, path_score
 
 from structperc.decode.constraints import allowed_transitions, constrain
 from structperc.decode.nbest import (
@@ -19,7 +20,6 @@ from structperc.decode.nbest import (
     nbest_batched,
     two_best,
 )
-from structperc.decode.reference import enumerate_paths, path_score
 from structperc.decode.sidetracks import kbest_sidetracks
 from structperc.decode.viterbi import viterbi
 

@@ -19,7 +19,7 @@ from structperc.model.batch import make_batch
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import fit
+from structperc.trainer import fit
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles.chain import path_score
+from oracles.label_chunk import as_lists, enumerate_structures, part_score
 
 from structperc.data.label_chunk import token_codes
 from structperc.data.tags import spans as entity_spans
@@ -23,11 +25,9 @@ from structperc.decode.forbidden_spans import (
 )
 from structperc.decode.label_chunk import decode
 from structperc.decode.label_chunk_constraints import constrained_potentials
-from structperc.decode.label_chunk_reference import as_lists, enumerate_structures, part_score
 from structperc.decode.marginals import log_partition, node_marginals
 from structperc.decode.nbest import kbest_beam, kbest_dp, nbest, two_best
 from structperc.decode.node_offsets import cost_offsets, offset_potentials, restriction
-from structperc.decode.reference import path_score
 from structperc.decode.sidetracks import kbest_sidetracks
 from structperc.decode.viterbi import (
     token_path,

@@ -6,8 +6,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles import chain as reference
 
-from structperc.decode import reference
 from structperc.decode.maxplus import mp_identity, mp_matmul, mp_vecmat
 from structperc.decode.viterbi import (
     backpointers,

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+ROOT = Path(__file__).resolve().parents[1]
+EXPERIMENTS, TOOLS = ROOT / "experiments", ROOT / "tools"
 
 
 @pytest.fixture()
 def scripts():
-    paths = [str(EXPERIMENTS), str(EXPERIMENTS / "kazama2007")]
+    paths = [str(TOOLS), str(EXPERIMENTS / "kazama2007")]
     sys.path[:0] = paths
     try:
         yield importlib.import_module("summarize"), importlib.import_module("table2")

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from oracles.non_local import document_features
 
 from structperc.data.document import Document
 from structperc.data.tags import spans
@@ -27,7 +28,6 @@ from structperc.features.non_local.majority import (
 )
 from structperc.features.non_local.notation import FAMILIES
 from structperc.features.non_local.phrase import phrase_consistency
-from structperc.features.non_local.reference import document_features
 from structperc.features.non_local.subphrase import subphrase_consistency
 
 LABELS = ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER"]

@@ -1,4 +1,4 @@
-"""Forked children (``structperc.forking``) and ``trainer.processes`` > 1 in ``train.fit``:
+"""Forked children (``structperc.forking``) and ``trainer.processes`` > 1 in ``trainer.fit``:
 BPM's single epochs side by side and each epoch's evaluation + checkpoint overlapping the next
 epoch give bit-identical weights, histories and checkpoints to one process."""
 
@@ -13,7 +13,7 @@ import pytest
 import torch
 from test_train import corpus, dev_f1  # noqa: F401 - the synthetic corpus fixture
 
-from structperc import train as train_module
+from structperc import trainer as train_module
 from structperc.checkpoint import Checkpoint
 from structperc.forking import Child, ChildError, SharedTables, can_fork
 from structperc.learn.fitting import FitSettings
@@ -25,7 +25,7 @@ from structperc.monitor import Monitor
 from structperc.run import check_processes
 from structperc.structures.chain import ChainData, ChainStructure
 from structperc.tasks.training import EpochReporter
-from structperc.train import fit
+from structperc.trainer import fit
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="forked children need Linux")
 

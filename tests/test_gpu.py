@@ -38,7 +38,7 @@ from structperc.learn.perceptron import Perceptron
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import fit
+from structperc.trainer import fit
 
 pytestmark = [
     pytest.mark.cuda,

@@ -9,11 +9,11 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles.label_chunk import parts
 
 from structperc.data.document import Document
 from structperc.data.label_chunk import LabelChunk, from_document, from_tags, hamming
 from structperc.decode.label_chunk import structure_scores
-from structperc.decode.label_chunk_reference import parts
 from structperc.features.extract import FeatureMatrix
 from structperc.features.part_features import PartFeatures, token_type
 from structperc.learn.fitting import FitSettings
@@ -29,7 +29,7 @@ from structperc.model.label_chunk_weights import (
 )
 from structperc.model.updates import Updater
 from structperc.structures.label_chunk import LabelChunkStructure, PartData
-from structperc.train import fit
+from structperc.trainer import fit
 
 SENTS = [
     ("The cat sat on the mat .", "DT NN VBD IN DT NN .", "B I O O B I O"),
@@ -270,8 +270,9 @@ def test_predict_batched_equals_one_at_a_time(model):
 def test_constrained_argmax_keeps_the_constraints_and_is_best_among_such(model):
     """The structure's constrained argmax equals the best structure, by enumeration, among those
     whose POS and NP tags are allowed and that hold no forbidden chunk."""
+    from oracles.label_chunk import as_lists, enumerate_structures, part_score
+
     from structperc.data.label_chunk import chunks, token_codes
-    from structperc.decode.label_chunk_reference import as_lists, enumerate_structures, part_score
 
     features, mats, _ = model
     structure = LabelChunkStructure(random_weights(features, seed=11))

@@ -6,8 +6,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles import chain as reference
 
-from structperc.decode import reference
 from structperc.features.extract import FeatureMatrix
 from structperc.model.batch import FeatureBatch, make_batch
 from structperc.model.updates import SparseDelta, Updater, path_delta

@@ -1,7 +1,7 @@
 """The compiled kernels (structperc/native/) against brute force and against the torch paths.
 
 Viterbi and the forward-backward on tiny chains are checked by enumerating every labeling; the
-online epochs against ``train.run_epochs``'s Python loop over ``learner.step`` (the perceptron
+online epochs against ``trainer.run_epochs``'s Python loop over ``learner.step`` (the perceptron
 bit for bit, PA and AROW to float rounding); the CRF's objective and gradient against
 ``crf.objective.full_objective``; the estimator's compiled predictions against the torch ones.
 """
@@ -32,7 +32,7 @@ from structperc.native import chain_kernels, crf_kernels  # noqa: E402
 from structperc.native.chain_predict import compiled_chain  # noqa: E402
 from structperc.native.online import compiled_epochs  # noqa: E402
 from structperc.structures.chain import ChainData, ChainStructure  # noqa: E402
-from structperc.train import run_epochs  # noqa: E402
+from structperc.trainer import run_epochs  # noqa: E402
 
 
 def synthetic(docs=120, F=60, L=4, seed=0, values=False, longest=12) -> tuple[ChainData, int, int]:

@@ -31,7 +31,7 @@ from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.native import available as numba_available
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import fit
+from structperc.trainer import fit
 
 
 def toy(seed=0, docs=5, F_=10, L=3):

@@ -20,7 +20,7 @@ from structperc.structures.candidates import CandidateList, RankingData
 from structperc.structures.chain import ChainData
 from structperc.structures.voting import VoteState
 from structperc.tasks import jackknife
-from structperc.train import fit
+from structperc.trainer import fit
 
 
 def toy_lists(seed: int, units: int = 6, G: int = 8, reference: bool = True) -> RankingData:

@@ -2,7 +2,7 @@
 
 The averaged perceptron of ``CRF(algorithm="ap")`` on random sequences equals Collins' (2002)
 rule run here one sentence at a time in float64 — Phi(x, y*) - Phi(x, y') added whole, the best
-path by the textbook Viterbi (``decode/reference.viterbi_loop``, ties to the smallest label),
+path by the textbook Viterbi (``oracles/chain.viterbi_loop``, ties to the smallest label),
 the average taken over every instance — in the estimator's own epoch orders.  With +-1 updates
 the weights are integers, so both sides are exact up to the final division of the average.
 """
@@ -15,7 +15,8 @@ import torch
 
 pytest.importorskip("sklearn")
 
-from structperc.decode.reference import viterbi_loop  # noqa: E402
+from oracles.chain import viterbi_loop  # noqa: E402
+
 from structperc.decode.viterbi import _token_steps, token_path, viterbi_tokens  # noqa: E402
 from structperc.learn.fitting import shard_order  # noqa: E402
 from structperc.model.updates import label_pairs  # noqa: E402

@@ -22,10 +22,10 @@ import math
 
 import pytest
 import torch
+from oracles.label_chunk import chunks, enumerate_structures, parts
 
 from structperc.data.document import Document
 from structperc.data.label_chunk import LabelChunk
-from structperc.decode.label_chunk_reference import chunks, enumerate_structures, parts
 from structperc.features.document import NonLocalFeatures
 from structperc.features.extract import FeatureMatrix
 from structperc.model.document_weights import DocumentWeights

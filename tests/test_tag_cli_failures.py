@@ -320,7 +320,7 @@ def test_jsonl_offsets_index_the_decoded_text_with_its_line_ends(
     token_model, synthetic_dir, tmp_path, newline
 ):
     """With a byte-order mark and CRLF (or old Mac CR) line ends: the offsets index the text
-    decoded without the mark, its line ends as in the file (README, "Tagging new text")."""
+    decoded without the mark, its line ends as in the file (docs/guide/tagging.md)."""
     text = synthetic_text(synthetic_dir, newline)
     path = tmp_path / "in.txt"
     path.write_bytes(codecs.BOM_UTF8 + text.encode())

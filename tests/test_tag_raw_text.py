@@ -19,7 +19,7 @@ from structperc.data.conll import read_conll
 from structperc.inference.tagger import Tagger
 
 TEXT = ["input_format=text", "output_format=jsonl"]
-README = (ROOT / "README.md").read_text()
+README = re.sub(r" *\\\n *", " ", (ROOT / "README.md").read_text())  # lines joined
 
 
 def make_dry_run(target: str, tmp_path: Path, **variables: str) -> str:

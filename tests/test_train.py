@@ -1,14 +1,14 @@
-"""Tests for structperc.train and the perceptron: convergence rule, fit, predict."""
+"""Tests for structperc.trainer and the perceptron: convergence rule, fit, predict."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from oracles.chain import path_score
 
 from structperc.checkpoint import Checkpoint
 from structperc.data.document import Document
 from structperc.data.synthetic import make_corpus
-from structperc.decode.reference import path_score
 from structperc.decode.viterbi import viterbi
 from structperc.eval import evaluate
 from structperc.features.pipeline import LocalFeatures
@@ -18,7 +18,7 @@ from structperc.model.batch import make_batch
 from structperc.model.updates import Updater, path_delta
 from structperc.model.weights import ChainWeights
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import fit
+from structperc.trainer import fit
 
 # ---------------------------------------------------------------- Convergence
 

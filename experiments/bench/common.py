@@ -19,7 +19,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -257,82 +256,22 @@ def test_quality(cfg: dict, gold_docs, pred_tags) -> dict:
 # ---------------------------------------------------------------------------------------------
 # CRFsuite attribute strings from the same LocalFeatures columns
 # ---------------------------------------------------------------------------------------------
-def template_names(templates) -> list[str]:
-    from structperc.features.templates import template_name
-
-    return [template_name(t) for t in templates]
-
-
-def doc_values(cols: dict, s: int, e: int, template) -> list:
-    """The value (or None) of one template at every token of the document cols[*][s:e]."""
-    n = e - s
-    if len(template) == 1:
-        (name, off) = template[0]
-        col = cols[name]
-        if off == 0:
-            return col[s:e]
-        if abs(off) >= n:
-            return [None] * n
-        if off < 0:
-            return [None] * -off + col[s : e + off]
-        return col[s + off : e] + [None] * off
-    (a1, o1), (a2, o2) = template
-    v1 = doc_values(cols, s, e, ((a1, o1),))
-    v2 = doc_values(cols, s, e, ((a2, o2),))
-    return [
-        x + "|" + y if x is not None and y is not None else None
-        for x, y in zip(v1, v2, strict=True)
-    ]
-
-
-def bounds_of(docs) -> list[tuple[int, int]]:
-    out, s = [], 0
-    for d in docs:
-        out.append((s, s + len(d)))
-        s += len(d)
-    return out
-
-
-def kept_values(templates, cols: dict, bounds, min_count: int) -> list[set | None]:
-    """Per template (None for the bias), the values seen >= ``min_count`` times in training,
-    as ``LocalFeatures`` keeps them."""
-    keep: list[set | None] = []
-    for t in templates:
-        if not t:
-            keep.append(None)
-            continue
-        counts: Counter = Counter()
-        for s, e in bounds:
-            counts.update(doc_values(cols, s, e, t))
-        keep.append({v for v, c in counts.items() if c >= min_count and v is not None})
-    return keep
-
-
-def attribute_strings(templates, keep) -> list[dict[str, str]]:
-    """Per template, kept value -> its CRFsuite attribute string ("w[-1]=Germany"), made once."""
-    names = template_names(templates)
-    return [
-        {v: f"{n}={v}" for v in kj} if t else {}
-        for t, n, kj in zip(templates, names, keep, strict=True)
-    ]
-
-
-def attribute_lists(cols, bounds, templates, strings):
-    """Per document, per token, the attribute strings ("bias", "w[-1]=Germany", ...).
-
-    Only values in ``strings`` (those kept in training) are emitted, as shared string objects.
-    """
-    specs = [(t, strings[j]) for j, t in enumerate(templates) if t]
-    for s, e in bounds:
-        fcols = [["bias"] * (e - s)]
-        for t, sj in specs:
-            fcols.append(list(map(sj.get, doc_values(cols, s, e, t))))
-        yield [[a for a in row if a is not None] for row in zip(*fcols, strict=True)]
-
-
-def num_attributes(keep) -> int:
-    """Distinct CRFsuite attribute strings: the kept values of every template, plus "bias"."""
-    return sum(len(k) for k in keep if k is not None) + 1
+def attribute_lists(feats, docs, training: bool = False):
+    """Per document, per token, its CRFsuite attribute strings ("bias", "w[-1]=Germany", ...):
+    the features the fitted ``feats`` (``LocalFeatures``) gives it through the library's own
+    template code (``transform``; ``training``: the training documents' jackknifed columns),
+    named as its vocabulary names them (``Vocabulary.feature_string``), each string made once
+    and shared."""
+    names = [feats.vocab.feature_string(i) for i in range(feats.num_features)]
+    matrix = feats.transform(list(docs), training=training)
+    ids, offsets = matrix.ids.tolist(), matrix.offsets.tolist()
+    token = 0
+    for doc in docs:
+        rows = []
+        for t in range(token, token + len(doc)):
+            rows.append([names[i] for i in ids[offsets[t] : offsets[t + 1]]])
+        token += len(doc)
+        yield rows
 
 
 def stamped_trainer(**kwargs):
@@ -376,7 +315,7 @@ def train_shared_weights(cfg: dict, epochs: int) -> tuple:
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights
     from structperc.structures.chain import ChainData, ChainStructure
-    from structperc.train import fit
+    from structperc.trainer import fit
 
     corpus = load_corpus(cfg)
     feats = make_features(cfg)

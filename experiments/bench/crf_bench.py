@@ -33,17 +33,13 @@ from common import (
     RUNS,
     Stopwatch,
     attribute_lists,
-    attribute_strings,
-    bounds_of,
     iteration_times,
-    kept_values,
     load_corpus,
     load_shared_model,
     log,
     make_features,
     max_rss_mb,
     median,
-    num_attributes,
     ratio,
     run_worker,
     setup_threads,
@@ -73,7 +69,7 @@ def worker_structperc(cfg: dict, edges: bool = True) -> dict:
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights
     from structperc.structures.chain import ChainData, ChainStructure
-    from structperc.train import fit
+    from structperc.trainer import fit
 
     setup_threads(cfg["threads"])
     corpus = load_corpus(cfg, ("train", "test"))
@@ -135,15 +131,11 @@ def worker_crfsuite(cfg: dict) -> dict:
     setup_threads(cfg["threads"])
     corpus = load_corpus(cfg, ("train", "dev", "test"))
     feats = make_features(cfg)
-    templates, train = feats.templates, corpus["train"]
-    cols = feats._columns(train, training=True)
-    bounds = bounds_of(train)
-    keep = kept_values(templates, cols, bounds, feats.min_count)
-    strings = attribute_strings(templates, keep)
+    train = corpus["train"]
+    feats.fit(train)
     trainer = stamped_trainer(algorithm="lbfgs", verbose=False)
-    for doc, xseq in zip(train, attribute_lists(cols, bounds, templates, strings), strict=True):
+    for doc, xseq in zip(train, attribute_lists(feats, train, training=True), strict=True):
         trainer.append(xseq, doc.tags)
-    del cols
     out: dict = {"system": "crfsuite"}
     params = {"c1": 0.0, "c2": 1.0 / (2.0 * cfg["sigma2"]), "feature.minfreq": 0}
     if cfg.get("full"):
@@ -164,13 +156,12 @@ def worker_crfsuite(cfg: dict) -> dict:
         out["objective_all"] = [it.get("loss") for it in lp.iterations]
         out["setup_s"] = out["train_total_s"] - sum(out["iteration_s_all"])
         out["parameters"] = lp.featgen_num_features
-        out["surface_features"] = num_attributes(keep)
+        out["surface_features"] = feats.num_features
         tagger = pycrfsuite.Tagger()
         tagger.open(str(model))
         for split in ("dev", "test"):
             docs = corpus[split]
-            c = feats._columns(docs, training=False)
-            xs = attribute_lists(c, bounds_of(docs), templates, strings)
+            xs = attribute_lists(feats, docs)
             pred = [tagger.tag(pycrfsuite.ItemSequence(x)) for x in xs]
             out[f"{split}_f1"] = test_f1(docs, pred)
         tagger.close()

@@ -10,7 +10,7 @@ perceptron trained ``--epochs`` epochs on the CPU here):
    potentials included), n = 100 and 6,400, seconds;
 3. the CRF: seconds per L-BFGS iteration (``crf_bench.worker_structperc``) with
    ``features.edges=false`` and with edge features, CPU and CUDA, and CRFsuite's L-BFGS;
-4. one averaged-perceptron epoch (``train.fit``, one document per step), CPU and CUDA.
+4. one averaged-perceptron epoch (``trainer.fit``, one document per step), CPU and CUDA.
 
 Medians of ``--repeats`` passes (CUDA timed after a warm-up pass, with synchronisation).  Writes
 ``gpu.json`` and ``GPU.md`` into ``--out``.  Without CUDA it refuses to run (``--render-only``
@@ -160,7 +160,7 @@ def perceptron_rows(features, mats, y, labels, epochs: int) -> list[dict]:
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights
     from structperc.structures.chain import ChainData, ChainStructure
-    from structperc.train import fit
+    from structperc.trainer import fit
 
     rows = []
     for device in ("cpu", ACCEL):
@@ -188,25 +188,15 @@ def perceptron_rows(features, mats, y, labels, epochs: int) -> list[dict]:
 def crfsuite_tagging(cfg: dict, corpus: dict, tokens: int, repeats: int) -> dict:
     """CRFsuite's tagging speed on the test set (a model of one averaged-perceptron epoch)."""
     import pycrfsuite
-    from common import attribute_lists, attribute_strings, bounds_of, kept_values
+    from common import attribute_lists
 
-    feats = make_features(cfg)
-    cols = feats._columns(corpus["train"], training=True)
-    keep = kept_values(feats.templates, cols, bounds_of(corpus["train"]), feats.min_count)
-    strings = attribute_strings(feats.templates, keep)
+    feats = make_features(cfg).fit(corpus["train"])
     trainer = pycrfsuite.Trainer(algorithm="ap", verbose=False)
-    bounds = bounds_of(corpus["train"])
-    for doc, x in zip(
-        corpus["train"], attribute_lists(cols, bounds, feats.templates, strings), strict=True
-    ):
+    train = corpus["train"]
+    for doc, x in zip(train, attribute_lists(feats, train, training=True), strict=True):
         trainer.append(x, doc.tags)
     trainer.set_params({"max_iterations": 1})
-    test = corpus["test"]
-    c = feats._columns(test, training=False)
-    xs = [
-        pycrfsuite.ItemSequence(x)
-        for x in attribute_lists(c, bounds_of(test), feats.templates, strings)
-    ]
+    xs = [pycrfsuite.ItemSequence(x) for x in attribute_lists(feats, corpus["test"])]
     with tempfile.TemporaryDirectory() as tmp:
         trainer.train(f"{tmp}/m.crfsuite")
         tagger = pycrfsuite.Tagger()

@@ -1,10 +1,11 @@
 """Section 1 of ``make bench``: the averaged perceptron of structperc against CRFsuite's
 (python-crfsuite) on CoNLL-2003 — feature extraction, epoch time, Viterbi decoding, memory.
 
-Both systems see the same surface features: the attribute strings fed to CRFsuite are built from
-``LocalFeatures._columns`` and ``LocalFeatures.templates`` (e.g. ``w[-1]=Germany``,
-``pos[-1]|pos[0]=NN|VB``, ``bias``), dropping those seen fewer than ``min_count`` times in
-training as structperc does, so both have the same number of surface features.  CRFsuite scores
+Both systems see the same surface features: the attribute strings fed to CRFsuite are the
+features of the fitted ``LocalFeatures`` (its own templates, ``common.attribute_lists``) under
+their vocabulary names (e.g. ``w[-1]=Germany``, ``pos[-1]|pos[0]=NN|VB``, ``bias``), so those
+seen fewer than ``min_count`` times in training are dropped as structperc drops them and both have
+the same number of surface features.  CRFsuite scores
 them only as node features (attribute x label) plus label transitions; structperc also has an edge
 weight per (feature, previous label, label).
 
@@ -38,17 +39,13 @@ from pathlib import Path
 from common import (
     Stopwatch,
     attribute_lists,
-    attribute_strings,
-    bounds_of,
     corpus_info,
     iteration_times,
-    kept_values,
     load_corpus,
     log,
     make_features,
     max_rss_mb,
     median,
-    num_attributes,
     ratio,
     run_worker,
     save_shared_model,
@@ -91,7 +88,7 @@ def worker_structperc(cfg: dict) -> dict:
     from structperc.model.updates import Updater
     from structperc.model.weights import ChainWeights
     from structperc.structures.chain import ChainData, ChainStructure
-    from structperc.train import fit
+    from structperc.trainer import fit
 
     setup_threads(cfg["threads"])
     corpus = load_corpus(cfg)
@@ -222,42 +219,30 @@ def worker_crfsuite(cfg: dict) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="structperc-bench-"))
     model_path = tmp / "model.crfsuite"
 
-    # -- features: the same attribute columns, as strings; filter by training count; append ---
+    # -- features: the library's templates (columns, counts, the min_count filter), as strings --
     sw = Stopwatch()
     t0 = sw.wall
     feats = make_features(cfg)
-    templates = feats.templates
     train = corpus["train"]
-    cols = feats._columns(train, training=True)
-    t_cols = time.perf_counter()
-    bounds = bounds_of(train)
-    keep = kept_values(templates, cols, bounds, feats.min_count)
-    strings = attribute_strings(templates, keep)
-    t_count = time.perf_counter()
+    feats.fit(train)
+    t_fit = time.perf_counter()
     trainer = stamped_trainer(algorithm="ap", verbose=False)
     n_attr_tokens = 0
-    for doc, xseq in zip(train, attribute_lists(cols, bounds, templates, strings), strict=True):
+    for doc, xseq in zip(train, attribute_lists(feats, train, training=True), strict=True):
         n_attr_tokens += sum(map(len, xseq))
         trainer.append(xseq, doc.tags)
-    del cols
     t_train = time.perf_counter()
     xseqs = {}
     for split in ("dev", "test"):
-        docs = corpus[split]
-        c = feats._columns(docs, training=False)
-        xseqs[split] = [
-            pycrfsuite.ItemSequence(x)
-            for x in attribute_lists(c, bounds_of(docs), templates, strings)
-        ]
+        xseqs[split] = [pycrfsuite.ItemSequence(x) for x in attribute_lists(feats, corpus[split])]
     t_end = time.perf_counter()
     out["features_s"], out["features_cpu_s"] = sw.lap()
     out["features_breakdown_s"] = {
-        "init+train_columns": t_cols - t0,
-        "count+filter": t_count - t_cols,
-        "strings+append_train": t_train - t_count,
+        "columns+count+filter": t_fit - t0,
+        "strings+append_train": t_train - t_fit,
         "dev+test_itemsequences": t_end - t_train,
     }
-    out["surface_features"] = num_attributes(keep)
+    out["surface_features"] = feats.num_features
     out["train_nnz"] = n_attr_tokens
     out["rss_after_features_mb"] = max_rss_mb()
     log(f"crfsuite: features {out['features_s']:.1f}s ({out['surface_features']} attributes)")

@@ -10,7 +10,7 @@ Workloads (each in a fresh worker process, one torch thread, after ``common.load
 of the model every bench section starts from: the averaged perceptron of
 ``perceptron_bench.worker_model``, k = 5 epochs, trained here in a temporary folder):
 
-* ``perceptron``: one epoch of ``structperc.train.fit`` with the learner of
+* ``perceptron``: one epoch of ``structperc.trainer.fit`` with the learner of
   ``conf/learner/averaged.yaml`` (``+experiment=conll03_local``) on the chain, from zero weights.
   A first epoch (not measured) builds and caches every document's batch, as training does.
 * ``proposed``: one epoch of Kazama & Torisawa's Alg. 4.2 (``conf/learner/proposed.yaml``, n = 20,
@@ -453,7 +453,7 @@ def restore_tables(updater, state: dict) -> None:
 def run_online(cfg: dict, learner, structure, updater, data, targets, rest: str) -> dict:
     """Epoch 1 (warm-up), then one epoch per mode, each from the state after epoch 1."""
     from structperc.learn.fitting import FitSettings
-    from structperc.train import fit
+    from structperc.trainer import fit
 
     rec = Recorder(targets, rest, cfg["top"])
     state: dict = {}

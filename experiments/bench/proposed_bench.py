@@ -8,8 +8,8 @@ The learner and the non-local features are built from the project's configuratio
 the shared model (``common.load_shared_model``: the averaged perceptron of section 1) and the
 non-local ones from zero — a trained starting point like the BPM initialisation of the real run
 (which averages 10 local epochs), not its exact weights; BPM itself is not run (the learner's
-``bpm_runs`` is set to 0, so ``structperc.train.fit`` skips it).  Then ``epochs`` epochs of
-``structperc.train.fit`` on the ``DocumentRescoring`` structure (shuffled, as the real run), each
+``bpm_runs`` is set to 0, so ``structperc.trainer.fit`` skips it).  Then ``epochs`` epochs of
+``structperc.trainer.fit`` on the ``DocumentRescoring`` structure (shuffled, as the real run), each
 timed: per document the 20-best under Φ^l, Φ^g of the candidates, rescoring, and (A) or (B)
 updates.
 
@@ -77,7 +77,7 @@ def worker_proposed(cfg: dict) -> dict:
     from structperc.model.updates import Updater
     from structperc.structures.chain import ChainData
     from structperc.structures.rescoring import DocumentRescoring
-    from structperc.train import fit
+    from structperc.trainer import fit
 
     setup_threads(cfg["threads"])
     corpus = load_corpus(cfg, ("train", "test"))

@@ -162,10 +162,10 @@ def epochs_out(result, cpu_marks: list[float], prefix: str) -> dict:
 
 
 def timed_fit(learner, structure, updater, data, epochs: int):
-    """``structperc.train.fit`` for ``epochs`` epochs (shuffled, seed 0), and the CPU time at
+    """``structperc.trainer.fit`` for ``epochs`` epochs (shuffled, seed 0), and the CPU time at
     its start and after every epoch."""
     from structperc.learn.fitting import FitSettings
-    from structperc.train import fit
+    from structperc.trainer import fit
 
     marks = [time.process_time()]
     result = fit(
@@ -369,7 +369,7 @@ def boosting(cfg: dict, num_global: int, train, test, f1) -> dict:
     from structperc.model.ranker_weights import RankerWeights
     from structperc.model.updates import Updater
     from structperc.structures.candidates import CandidateList
-    from structperc.train import fit
+    from structperc.trainer import fit
 
     learner = ranker("boost", rounds=cfg["boost_rounds"], report_every=cfg["boost_report_every"])
     weights = RankerWeights(num_global)

@@ -1,7 +1,7 @@
-"""The README's table of section 10 (the scikit-learn face against sklearn-crfsuite), from the
-bench's own results.json, between the README's ``sklearn-bench`` markers:
+"""The table of section 10 (the scikit-learn face against sklearn-crfsuite), from the bench's
+own results.json, between the ``sklearn-bench`` markers of the face's guide page:
 
-    python experiments/bench/sklearn_readme.py --readme README.md
+    python experiments/bench/sklearn_readme.py --readme docs/guide/sklearn-face.md
     python experiments/bench/sklearn_readme.py experiments/bench/sklearn_slice/results.json
 
 Per algorithm, medians over the repeats of each estimator (``sklearn_bench.py``): fit seconds in
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parents[1] / "tools"))
 import sections  # noqa: E402
 
 

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import scoring  # noqa: E402
 import sections  # noqa: E402
 from scoring import document_level, mark  # noqa: E402

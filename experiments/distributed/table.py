@@ -10,7 +10,7 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import sections  # noqa: E402
 from scoring import marks as old  # noqa: E402
 from scoring import read_results, table  # noqa: E402

@@ -20,7 +20,7 @@ from structperc.data.conll import read_conll
 from structperc.data.tags import spans
 from structperc.features.gazetteer import EntryIndex, jackknife_entries, read_gazetteer
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import sections  # noqa: E402
 
 TYPES = ("LOC", "MISC", "ORG", "PER")

@@ -26,7 +26,7 @@ from structperc.data.tags import spans
 from structperc.features.gazetteer import read_gazetteer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import sections  # noqa: E402
 from gazetteer_coverage import entity_coverage  # noqa: E402
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import sections  # noqa: E402
 from scoring import document_level, mark, table  # noqa: E402
 

@@ -34,7 +34,7 @@ from structperc.model.files import load_model
 from structperc.structures.chain import ChainData
 from structperc.structures.rescoring import DocumentRescoring
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import sections  # noqa: E402
 from scoring import legend, mark  # noqa: E402
 

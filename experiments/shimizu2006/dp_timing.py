@@ -9,7 +9,7 @@
 Random part scores with the paper's sizes (C = 2 chunk tags, P = 5 POS tags) for lengths n up to
 120: the median time of ``structperc.decode.label_chunk.decode`` for one sentence (B = 1, as in
 training) and per sentence in a batch of 32 equal-length sentences, and of the loop-for-loop
-Figure 1 reference (``structperc.decode.label_chunk_reference.figure1``) for n <= 60; a
+Figure 1 reference (``tests/oracles/label_chunk.figure1``) for n <= 60; a
 least-squares fit t = a + b n + c n^2 of the batched times.  Then the throughput on the
 CoNLL-2000 test set (2,012 sentences): features of the paper fitted on the first 447 training
 sentences, weights random (the DP's time does not depend on their values), potentials + DP +
@@ -35,10 +35,12 @@ from PIL import Image, ImageDraw
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
+sys.path.insert(0, str(HERE.parents[1] / "tests"))  # the Figure 1 oracle (tests/oracles/)
+
+from oracles.label_chunk import figure1  # noqa: E402
 
 from structperc.data.loading import load_corpus, require_data_dir  # noqa: E402
 from structperc.decode.label_chunk import LabelChunkPotentials, decode  # noqa: E402
-from structperc.decode.label_chunk_reference import figure1  # noqa: E402
 from structperc.features.part_features import PartFeatures  # noqa: E402
 from structperc.model.label_chunk_weights import LabelChunkWeights  # noqa: E402
 from structperc.structures.label_chunk import LabelChunkStructure, PartData  # noqa: E402

@@ -24,7 +24,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parents[1] / "tools"))
 from summarize import overrides, replace_section  # noqa: E402
 
 from structperc.wordclasses.table import WordClasses  # noqa: E402

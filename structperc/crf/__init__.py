@@ -16,3 +16,8 @@ The chain's log Z and marginals (the three scans: torch-struct's own, the scaled
 sequential forward-backward) are ``decode/marginals.py``'s, which the chain structure offers as
 its "marginals" capability.
 """
+
+from structperc.crf.learner import CRF
+from structperc.crf.objective import CRFSettings
+
+__all__ = ["CRF", "CRFSettings"]

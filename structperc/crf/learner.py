@@ -103,7 +103,7 @@ class CRF(Learner):
 
     requires = frozenset({"marginals"})  # class attributes, not fields
     online = False
-    resumable = True  # train.fit checkpoints every iteration; a resumed run gets ``past``
+    resumable = True  # trainer.fit checkpoints every iteration; a resumed run gets ``past``
 
     sigma2: float = 100.0
     c1: float = 0.0
@@ -217,7 +217,7 @@ class CRF(Learner):
         from the current weights with a fresh L-BFGS memory (with ``support=observed``, those
         outside the support zeroed, unless ``warm``: a saved model's, kept in the support).
         With a parallel ``group`` this rank trains on its shard of ``data`` (L-BFGS only).
-        ``past``: the ``EpochLog`` s of the iterations a checkpoint restored (``train.fit``
+        ``past``: the ``EpochLog`` s of the iterations a checkpoint restored (``trainer.fit``
         resumes, the weights already loaded): the run goes on from the next iteration, its
         stopping rule replayed over their objectives, with a fresh L-BFGS memory (the memory,
         2 x ``history`` full-size vectors, is not checkpointed; so the resumed run's path

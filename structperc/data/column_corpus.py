@@ -42,7 +42,6 @@ from .conll import (
     token_line,
 )
 from .document import Document
-from .loading import resolve_data_dir
 from .partial import ANY_OF, UNKNOWN, has_partial, is_partial, shown
 from .schemes import PLAIN, SchemeError, detect_scheme, from_iob2, scheme_name
 from .tags import valid_iob2
@@ -255,11 +254,11 @@ class ColumnCorpus:
 
 def resolve_files(pattern: str, data_dir: str | os.PathLike | None, key: str) -> list[Path]:
     """The files of a path or glob, sorted: taken from the working folder, else from the data
-    folder (``$STRUCTPERC_DATA``, ``data.dir``); FileNotFoundError naming ``key`` and the
-    folders tried when none matches."""
+    folder ``data_dir`` (resolved: ``loading.resolve_data_dir``); FileNotFoundError naming
+    ``key`` and the folders tried when none matches."""
     pattern = os.path.expanduser(str(pattern))
     roots = [Path(".")]
-    root = resolve_data_dir(data_dir)
+    root = Path(data_dir).expanduser() if data_dir is not None else None
     if root is not None and not os.path.isabs(pattern):
         roots.append(root)
     for base in roots:

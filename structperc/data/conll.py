@@ -46,14 +46,17 @@ LAYOUTS: dict[str, tuple[str, ...]] = {
     "conll2003": ("token", "pos", "chunk", "ner"),
     "conll2000": ("token", "pos", "chunk"),
 }
+"""The columns of each shared task's files, by name."""
 LABEL_COLUMN: dict[str, str] = {"conll2003": "ner", "conll2000": "chunk"}
-# The tag scheme of every IOB column in the files; all of them are converted to IOB2.
+"""The label column of each layout."""
 SCHEMES: dict[str, dict[str, str]] = {
     "conll2003": {"chunk": "iob1", "ner": "iob1"},
     "conll2000": {"chunk": "iob2"},
 }
-# How documents are cut when the caller does not say: CoNLL-2000 has no -DOCSTART- lines.
+"""The tag scheme of every IOB column in each layout's files; all are converted to IOB2."""
 DEFAULT_DOCUMENTS: dict[str, str] = {"conll2003": "docstart", "conll2000": "sentence"}
+"""How a layout's documents are cut when the caller does not say: CoNLL-2000 has no
+``-DOCSTART-`` lines."""
 DOCUMENT_MODES = ("docstart", "sentence")  # or a custom boundary line
 COLUMN_NAMES = ("token", "pos", "chunk", "ner", "_")  # the usual names; "_": a column to skip
 TAG_SCHEMES = ("iob1", "iob2", "io")  # converted while reading (the others after: _convert)

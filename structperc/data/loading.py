@@ -22,11 +22,13 @@ from .tags import iob1_to_iob2
 log = logging.getLogger(__name__)
 
 ENV_VAR = "STRUCTPERC_DATA"
+"""The environment variable that names the data folder (over ``data.dir``)."""
 CONFIG_KEY = "data.dir"
 SPLITS: dict[str, tuple[str, ...]] = {
     "conll2003": ("train", "dev", "test"),
     "conll2000": ("train", "test"),
 }
+"""The splits of each shared task's corpus."""
 # Hub repositories to try, in order, and the hub's split names.  These repositories hold a
 # loading script, which datasets>=4 no longer runs; the hub's own Parquet export of the same
 # data (revision PARQUET_REVISION) is tried next.
@@ -41,7 +43,12 @@ FIELDS = ("tokens", "pos", "chunk", "tags", "sentence_starts", "source")
 
 def resolve_data_dir(configured: str | os.PathLike | None) -> Path | None:
     """The data folder: ``$STRUCTPERC_DATA`` if it names a folder, else ``configured`` if it
-    does (the config key ``data.dir``), else None.  A relative path is taken from the cwd."""
+    does (the config key ``data.dir``), else None.  A relative path is taken from the cwd.
+
+    The one place the data folder is decided: the training entry point calls it once
+    (``run.ComposedConfig.data_dir``), a script through ``require_data_dir``; everything below
+    takes the folder it returns (``load_corpus``, ``ColumnCorpus.files``, the relative paths of
+    gazetteers, templates and unlabeled text)."""
     env = os.environ.get(ENV_VAR)
     if env and not Path(env).expanduser().is_dir():
         log.warning("%s=%s is not a folder; ignoring it", ENV_VAR, env)
@@ -87,8 +94,9 @@ def load_corpus(
 ) -> dict[str, list[Document]]:
     """Load the splits of ``name`` ("conll2003" or "conll2000") as lists of Documents.
 
-    data_dir: the configured folder (``data.dir``); ``$STRUCTPERC_DATA`` overrides it (see
-              resolve_data_dir).  The files read are ``<folder>/<name>/<split>.txt``.
+    data_dir: the data folder, resolved (``resolve_data_dir``: ``$STRUCTPERC_DATA`` over
+              ``data.dir``, by the entry point); None: none.  The files read are
+              ``<folder>/<name>/<split>.txt``.
     max_docs: keep the first N documents of each split.
     splits:   which splits, default all: train/dev/test for conll2003, train/test for conll2000.
 
@@ -105,7 +113,7 @@ def load_corpus(
     if unknown:
         raise ValueError(f"{name} has no split(s) {unknown}: expected some of {SPLITS[name]}")
 
-    root = resolve_data_dir(data_dir)
+    root = Path(data_dir).expanduser() if data_dir is not None else None
     if root is not None and (root / name).is_dir():
         docstart = DEFAULT_DOCUMENTS[name] == "docstart"
         tables = {s: _local_split(root / name, name, s, max_docs) for s in wanted}
@@ -115,9 +123,8 @@ def load_corpus(
     return {s: to_documents(tables[s], docstart=docstart) for s in wanted}
 
 
-def _tried_folders(configured: str | os.PathLike | None, name: str) -> list[str]:
-    tried = [os.environ.get(ENV_VAR), configured]
-    return [str(Path(p).expanduser() / name) for p in tried if p]
+def _tried_folders(data_dir: str | os.PathLike | None, name: str) -> list[str]:
+    return [str(Path(data_dir).expanduser() / name)] if data_dir else []
 
 
 def _local_split(folder: Path, name: str, split: str, max_docs: int | None) -> Any:

@@ -38,7 +38,7 @@ and its gradient (``scan``), equal within rounding:
                   (``sequential_scan.py``)
 
 ``tests/test_decode_marginals.py`` checks each against brute-force enumeration and torch-struct;
-``reference.forward_loop``, the textbook forward algorithm, is the slow reference of log Z.
+``tests/oracles/chain.forward_loop``, the textbook forward algorithm, is log Z's slow reference.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ With potentials ``[B, T, L, L]`` oriented (from, to) as in ``viterbi.py``,
 
 summed in that order (the start score, then the transitions), for any number of paths per
 sequence in one gather.  Every learner, the CRF's likelihood and the rescoring of n-best lists
-read path scores from here; ``reference.path_score`` is the tests' loop over the same sum.
+read path scores from here; ``tests/oracles/chain.path_score`` is the tests' loop over the same sum.
 """
 
 from __future__ import annotations

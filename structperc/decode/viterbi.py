@@ -20,7 +20,7 @@ sequence's length are padded with the max-plus identity, so alpha stays put ther
 ``bp[t, j] = argmax_i alpha_{t-1}[i] + M_t[i, j]`` are one batched argmax (ties go to the smallest
 label index, as in a plain loop), and the back-trace composes them by pointer doubling
 (log2(T) gathers).  With integer-valued weights (every perceptron update is +-1) the grouping
-changes no value, so the result is exactly that of the plain loop in ``reference.py``.
+changes no value, so the result is exactly that of the plain loop in ``tests/oracles/chain.py``.
 
 The blocked scan serves one sequence (online training) where it pays (``blocked_scan_pays``: a
 few labels over a long sequence, as NER's documents; every sequence on a GPU); ``viterbi_tokens``
@@ -407,7 +407,7 @@ def viterbi_steps(potentials: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
     (no masking), and the back-trace walks back the same way with one gather per position.  For
     a batch of many documents this is cheaper than the blocked scan, whose extra arithmetic grows
     with the batch while the number of steps here does not.  Ties go to the smallest label, as
-    in the loop of ``reference.py``; the result equals ``viterbi`` exactly.
+    in the loop of ``tests/oracles/chain.py``; the result equals ``viterbi`` exactly.
     """
     B, T, L, _ = potentials.shape
     device = potentials.device

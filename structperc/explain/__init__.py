@@ -10,3 +10,26 @@
 A saved tagging model is explained by ``structperc.inference.explainer`` (``Tagger.explain``), the
 scikit-learn face by ``CRF.explain_weights`` and ``CRF.explain_prediction``.
 """
+
+from structperc.explain.contributions import Contribution
+from structperc.explain.label_chunk import explain_label_chunk
+from structperc.explain.ranking import RankingExplanation, explain_ranking
+from structperc.explain.tokens import (
+    DocumentExplanation,
+    TokenExplanation,
+    explain_chain,
+    explain_rescoring,
+)
+from structperc.explain.weights import chain_weights
+
+__all__ = [
+    "Contribution",
+    "DocumentExplanation",
+    "RankingExplanation",
+    "TokenExplanation",
+    "chain_weights",
+    "explain_chain",
+    "explain_label_chunk",
+    "explain_ranking",
+    "explain_rescoring",
+]

@@ -35,9 +35,10 @@ then used in templates like a built-in one::
 
 A ``token`` function is called once per distinct value; a ``document`` function once per
 document with the whole column (so it may look at the context).  A saved model records the
-names of the functions its templates use, never their code: loading it calls no code, and a
-model naming a function that is not registered when it is loaded is an error that says which
-one (import the module that registers it first).
+names of the functions its templates use, never their code, and the modules that define them
+(``structperc.plugins``): loading it imports those modules first, so tagging, serving or loading
+it finds them.  A model naming a function that is still not registered when it is loaded is an
+error that says which one.
 """
 
 from __future__ import annotations
@@ -132,7 +133,14 @@ def unregister_attribute(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
+def registered_modules() -> list[str]:
+    """The modules that define the users' functions registered now (a saved model records
+    them: ``structperc.plugins``), in the order they were registered."""
+    return list(dict.fromkeys(r.function.__module__ for r in _REGISTRY.values()))
+
+
 def is_builtin(name: str) -> bool:
+    """Whether ``name`` is a built-in template function (not a user's)."""
     return name in VALUE_FUNCTIONS or name in FLAGS or _AFFIX.match(name) is not None
 
 

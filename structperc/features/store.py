@@ -10,7 +10,7 @@ page cache when it is visited.
 
 Pages a process has touched count in its resident memory until they are unmapped from it, so
 a pass over a mapped matrix would grow the process by the matrix's size.  The loops that read
-one (``train.run_epochs``, ``ChainStructure.predict``, the CRF's objective) call
+one (``trainer.run_epochs``, ``ChainStructure.predict``, the CRF's objective) call
 ``release_pages`` every few thousand documents: the pages of every open map are dropped from
 the process (``madvise(MADV_DONTNEED)``; they stay in the kernel's page cache, so reading them
 again costs no disk), which bounds the process's memory by what it reads between two calls.

@@ -33,6 +33,7 @@ PRESETS = Path(__file__).resolve().parent / "presets"
 
 
 def preset_names() -> list[str]:
+    """The names of the template presets shipped with the package (``presets/*.tpl``)."""
     return sorted(p.stem for p in PRESETS.glob("*.tpl"))
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from structperc.data.conll import read_utf8
 from structperc.data.constraints import Constraints
@@ -51,6 +52,7 @@ from structperc.inference.tagger import Tagger
 from structperc.inference.token_batch import WINDOW_TOKENS
 from structperc.inference.workers import prefetched
 from structperc.io import refuse_overwriting_input, write_output_pieces
+from structperc.plugins import import_plugins
 
 log = logging.getLogger("structperc.predict")
 
@@ -62,7 +64,8 @@ class TaggerSettings:
     carries); ``n_test``, ``constraints`` override the model's n' and tag-scheme constraints;
     ``batch_size`` documents a torch batch; ``device``; ``window`` the longest run of tokens
     decoded as one (``token_batch.windows``); ``threads`` the threads the compiled path uses
-    (``workers.py``)."""
+    (``workers.py``); ``plugins`` modules of the user's imported before the model loads (besides
+    those the model records: ``structperc.plugins``)."""
 
     model: str
     tagger: str | None = None
@@ -72,8 +75,11 @@ class TaggerSettings:
     device: str = "cpu"
     window: int = WINDOW_TOKENS
     threads: int = 1
+    plugins: list[str] | None = None
 
     def load(self) -> Tagger:
+        """The ``Tagger`` of these settings, the ``plugins`` imported first."""
+        import_plugins(self.plugins)
         columns = ColumnTagger.load(self.tagger) if self.tagger is not None else None
         return Tagger.load(
             self.model,
@@ -85,6 +91,45 @@ class TaggerSettings:
             window=self.window,
             threads=self.threads,
         )
+
+
+# the settings that are not text, and what they must be (``checked_settings``)
+KINDS = {
+    "batch_size": "a whole number",
+    "n_test": "a whole number or null",
+    "window": "a whole number",
+    "threads": "a whole number",
+    "evaluate": "true or false",
+    "columns": "a list of column names, e.g. [token,_,ner]",
+    "plugins": "a list of module names, e.g. [my_features]",
+}
+
+
+def checked_settings(values: dict) -> dict:
+    """``values`` (``conf/predict.yaml``'s keys, read from a command line) with text settings as
+    strings (``model=3`` is the folder "3"); ValueError naming a setting of the wrong kind
+    (``batch_size=x``, a device torch does not know, ...)."""
+    out = dict(values)
+    for key, value in out.items():
+        kind = KINDS.get(key, "text")
+        if value is None:
+            continue
+        if kind.startswith("a whole"):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif kind.startswith("true"):
+            ok = isinstance(value, bool)
+        elif kind.startswith("a list"):
+            ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        else:
+            ok = not isinstance(value, list | dict)
+            out[key] = str(value)
+        if not ok:
+            raise ValueError(f"{key}={value!r}: expected {kind}")
+    try:
+        torch.device(out.get("device", "cpu"))
+    except (RuntimeError, ValueError) as err:
+        raise ValueError(f"device={out['device']}: {str(err).splitlines()[0]}") from None
+    return out
 
 
 @dataclass(frozen=True)

@@ -5,15 +5,15 @@ A learner is an update rule written once against the structure interface
 instance, and never the weight tables' layout.  It declares, instead of being probed for:
 
     requires   the capabilities it needs of a structure ("argmax", "nbest", "rescoring",
-               "marginals"); ``train.fit`` refuses a structure that lacks one
+               "marginals"); ``trainer.fit`` refuses a structure that lacks one
     average    whether it predicts with the averaged weights (the ``Updater`` keeps the sums)
-    bpm_runs   Kazama & Torisawa's BPM initialisation: ``train.fit`` first averages this many
+    bpm_runs   Kazama & Torisawa's BPM initialisation: ``trainer.fit`` first averages this many
                single shuffled epochs from zero weights (0: off)
     nbest      how many labelings a step decodes (1: the argmax); a rescoring structure is
                evaluated with this many candidates during training
-    online     True: ``step`` is called per instance by ``train.fit``'s epoch loop; False: the
+    online     True: ``step`` is called per instance by ``trainer.fit``'s epoch loop; False: the
                learner runs its own optimisation over the whole training set (``fit``, the CRF)
-    resumable  (online = False) ``train.fit`` checkpoints its iterations, and on resume hands
+    resumable  (online = False) ``trainer.fit`` checkpoints its iterations, and on resume hands
                ``fit`` the past iterations' logs (``past``) with the weights restored
     base_scale β, the scale of a first model's score as a reranking feature (Collins 2002)
     vote       whether it predicts by the votes of every intermediate weight vector (Freund &
@@ -22,7 +22,7 @@ instance, and never the weight tables' layout.  It declares, instead of being pr
                decoding for the online learners, softmax-margin for the CRF (``learn/costs.py``)
 
 A learner that keeps state of its own beside the weights (AROW's per-weight variances) sets it
-up in ``start`` (``train.fit`` calls it before training) and hands it to the per-epoch checkpoint
+up in ``start`` (``trainer.fit`` calls it before training) and hands it to the per-epoch checkpoint
 through ``state`` / ``load_state``, so a killed run resumes with it.
 """
 
@@ -31,6 +31,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import torch
 
 if TYPE_CHECKING:  # annotations only
     from torch import Tensor
@@ -85,7 +87,7 @@ class Learner:
     def fit(self, structure, updater: Updater, data, settings, on_epoch=None, group=None):
         """Train on all of ``data`` at once (``online = False``); returns a ``fitting.FitResult``.
         ``group``: the ``distributed.Group`` training together (None: this process alone)."""
-        raise NotImplementedError(f"{type(self).__name__} trains online: use train.fit")
+        raise NotImplementedError(f"{type(self).__name__} trains online: use trainer.fit")
 
     def start(self, updater: Updater) -> None:
         """Fresh learner state for training ``updater.weights`` (default: none to keep)."""
@@ -103,6 +105,32 @@ class Learner:
     def name(self) -> str:
         """The learner's short name in logs and result files."""
         return type(self).__name__
+
+
+class SizedStep(Learner):
+    """A learner that, on a mistake, moves the weights by tau · (Φ(x, y*) − Φ(x, y')), its
+    step size tau a function of the mistake (``tau``): the max-margin update, PA."""
+
+    def tau(self, loss: float, margin: float, norm_sq: float) -> tuple[float, dict]:
+        """(tau, counts to report) of a mistake of ``loss`` (the structure's), ``margin``
+        s(y*) − s(y') and ||Φ(x, y*) − Φ(x, y')||²."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def step(self, structure, updater: Updater, batch, gold) -> StepStats:
+        """Decode one instance and, if it is wrong, move the weights by tau * d."""
+        pred = structure.argmax(batch)
+        errors = structure.errors(gold, pred)
+        if not errors:
+            return StepStats(tokens=len(gold))
+        delta = structure.delta(batch, gold, pred)
+        margin = delta.dot(updater.weights.tables())
+        tau, extra = self.tau(structure.loss(gold, pred), margin, delta.norm_sq())
+        if tau > 0:
+            updater.apply(delta, tau)
+        stats = StepStats(tokens=len(gold), errors=errors, updates=int(tau > 0))
+        stats.extra.update(extra)
+        return stats
 
 
 def check_bpm_runs(bpm_runs: int) -> int:

@@ -11,7 +11,7 @@
                   the order of the training instances in an epoch: a permutation seeded by
                   (seed, epoch, rank), and each rank's token-balanced shard
 
-The loop that runs an online learner is ``train.fit``; a learner that optimises the whole set
+The loop that runs an online learner is ``trainer.fit``; a learner that optimises the whole set
 at once (the CRF's L-BFGS and SGD, ``crf/``; boosting, ``learn/boosting.py``) runs its own
 ``fit`` and reports in the same terms, so that every learner is a peer of the others.
 """

@@ -15,10 +15,7 @@ averaged weights (Collins 2002), which ``model.updates.Updater`` keeps.
 
 from __future__ import annotations
 
-import torch
-
-from structperc.learn.base import Learner, StepStats, check_bpm_runs
-from structperc.model.updates import Updater
+from structperc.learn.base import SizedStep, check_bpm_runs
 
 
 def max_margin_tau(loss: float, margin: float, norm_sq: float, C: float) -> float:
@@ -31,7 +28,7 @@ def max_margin_tau(loss: float, margin: float, norm_sq: float, C: float) -> floa
     return max(0.0, min((loss - margin) / norm_sq, C))
 
 
-class MaxMarginPerceptron(Learner):
+class MaxMarginPerceptron(SizedStep):
     """Alg. 4.1 with Alg. 4.3, the max-margin (SMO / single-best MIRA) step clipped at ``C``."""
 
     def __init__(self, C: float = 1.0, average: bool = True, bpm_runs: int = 0, label_costs=None):
@@ -42,16 +39,6 @@ class MaxMarginPerceptron(Learner):
         self.bpm_runs = check_bpm_runs(bpm_runs)
         self.label_costs = label_costs  # loss-augmented y' and a weighted loss (learn/costs.py)
 
-    @torch.no_grad()
-    def step(self, structure, updater: Updater, batch, gold) -> StepStats:
-        """Decode one instance and, if it is wrong, move the weights by tau * d."""
-        pred = structure.argmax(batch)
-        errors = structure.errors(gold, pred)
-        if not errors:
-            return StepStats(tokens=len(gold))
-        delta = structure.delta(batch, gold, pred)
-        margin = delta.dot(updater.weights.tables())
-        tau = max_margin_tau(structure.loss(gold, pred), margin, delta.norm_sq(), self.C)
-        if tau > 0:
-            updater.apply(delta, tau)
-        return StepStats(tokens=len(gold), errors=errors, updates=int(tau > 0))
+    def tau(self, loss: float, margin: float, norm_sq: float) -> tuple[float, dict]:
+        """Alg. 4.3's step (``max_margin_tau``), clipped at ``C``."""
+        return max_margin_tau(loss, margin, norm_sq, self.C), {}

@@ -27,10 +27,7 @@ from __future__ import annotations
 
 import math
 
-import torch
-
-from structperc.learn.base import Learner, StepStats, check_bpm_runs
-from structperc.model.updates import Updater
+from structperc.learn.base import SizedStep, check_bpm_runs
 
 PA_TYPES = {0: "PA", 1: "PA-I", 2: "PA-II"}
 
@@ -53,7 +50,7 @@ def pa_tau(loss: float, norm_sq: float, C: float, pa_type: int) -> float:
     return loss / (norm_sq + 0.5 / C)
 
 
-class PassiveAggressive(Learner):
+class PassiveAggressive(SizedStep):
     """PA / PA-I / PA-II (``pa_type``) with aggressiveness ``C`` (CRFsuite's ``c``).
 
     Args:
@@ -90,19 +87,8 @@ class PassiveAggressive(Learner):
     def name(self) -> str:
         return PA_TYPES[self.pa_type]
 
-    @torch.no_grad()
-    def step(self, structure, updater: Updater, batch, gold) -> StepStats:
-        """Decode one instance and, if it is wrong, move the weights by tau * d."""
-        pred = structure.argmax(batch)
-        errors = structure.errors(gold, pred)
-        if not errors:
-            return StepStats(tokens=len(gold))
-        delta = structure.delta(batch, gold, pred)
-        margin = delta.dot(updater.weights.tables())
-        loss = pa_loss(margin, structure.loss(gold, pred), self.error_sensitive)
-        tau = pa_tau(loss, delta.norm_sq(), self.C, self.pa_type)
-        if tau > 0:
-            updater.apply(delta, tau)
-        stats = StepStats(tokens=len(gold), errors=errors, updates=int(tau > 0))
-        stats.extra["loss"] = loss  # CRFsuite's per-epoch "Loss"
-        return stats
+    def tau(self, loss: float, margin: float, norm_sq: float) -> tuple[float, dict]:
+        """The PA step of the hinge ``pa_loss``; the hinge is reported (CRFsuite's per-epoch
+        "Loss")."""
+        hinge = pa_loss(margin, loss, self.error_sensitive)
+        return pa_tau(hinge, norm_sq, self.C, self.pa_type), {"loss": hinge}

@@ -16,7 +16,7 @@ from structperc.model.updates import Updater
 class Perceptron(Learner):
     """Collins' perceptron; ``average=True`` predicts with the averaged weights (VP).
 
-    ``bpm_runs``: start from Kazama & Torisawa's BPM initialisation (``train.fit``);
+    ``bpm_runs``: start from Kazama & Torisawa's BPM initialisation (``trainer.fit``);
     ``label_costs``: decode loss-augmented (``learn/costs.py``; scores are sums of update counts,
     so costs of the perceptron are in those units).
     """

@@ -19,7 +19,7 @@ The n-best lists, Φ^a·α of the candidates and the differences come from the d
 structure (``structures/rescoring.py``), which holds the non-local feature extractor; the learner
 only chooses the rival.  BPM initialisation (Herbrich & Graepel 2000, as the paper uses it:
 ``bpm_runs`` single epochs from α = 0 over differently shuffled data, averaged, as the starting
-point) is run by ``train.fit``; the learner only says how many runs it wants.
+point) is run by ``trainer.fit``; the learner only says how many runs it wants.
 """
 
 from __future__ import annotations

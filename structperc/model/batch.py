@@ -129,7 +129,7 @@ def make_batch(features: FeatureMatrix, docs: list[int] | Tensor) -> FeatureBatc
 def document_batch(features: FeatureMatrix, d: int) -> FeatureBatch:
     """Document d of CPU ``features`` as a one-document batch: views of its CSR rows, read
     through NumPy (a few microseconds: an online epoch over a corpus mapped from disk builds
-    one per step, ``train.run_epochs``)."""
+    one per step, ``trainer.run_epochs``)."""
     doc_offsets, offsets = features.doc_offsets.numpy(), features.offsets.numpy()
     s, e = int(doc_offsets[d]), int(doc_offsets[d + 1])
     lo, hi = int(offsets[s]), int(offsets[e])

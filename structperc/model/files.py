@@ -1,7 +1,9 @@
 """Model files: ``model.safetensors`` (weight tables, feature keys) + ``model.json`` (labels,
 feature settings and vocabulary, run metadata, the size and sha256 of the tensor file).  Loading
 checks the tensor file against them, so a truncated or damaged file is reported by name, and
-reads tensors and JSON only: no pickle, no code.
+reads tensors and JSON only: no pickle.  The only code loading runs is the user's plugins the
+model records (``"plugins"``: the modules of its feature functions, ``structperc.plugins``),
+imported before its features are rebuilt.
 
 The tables are stored sparse (format 2): for each table its non-zero entries as flat indices
 (``weights.<name>.index``, int32 while the table has fewer than 2^31 entries) and values
@@ -17,6 +19,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from structperc.features.functions import registered_modules
 from structperc.features.pipeline import LocalFeatures
 from structperc.features.template_language import TemplateError
 from structperc.io import (
@@ -29,6 +32,7 @@ from structperc.io import (
 )
 from structperc.model.compact_table import CompactTable
 from structperc.model.weights import ChainWeights, flat_at
+from structperc.plugins import import_plugins, plugin_names, recorded_plugins
 
 FORMAT = "structperc.chain/2"
 FORMATS = ("structperc.chain/1", FORMAT)  # 1: dense tables
@@ -42,6 +46,7 @@ META_KEYS: dict[str, tuple[type, bool]] = {
     "tensors": (dict, False),
     "info": (dict, False),
     "document_features": (dict, False),
+    "plugins": (list, False),
 }
 JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "true or false"}
 
@@ -104,6 +109,7 @@ def save_model(
             "tables": shapes,
             "features": meta,
             "info": info or {},
+            "plugins": recorded_plugins(registered_modules()),
             **doc,
         },
     )
@@ -198,6 +204,7 @@ def load_model(
     meta = check_meta(read_json(meta_path), meta_path)
     if "tensors" in meta:  # models written before the digest load unchecked
         check_digest(directory / meta["tensors"]["file"], meta["tensors"])
+    import_plugins(plugin_names(meta.get("plugins")), where=str(meta_path))
     tensors = load_tensors(directory / "model.safetensors")
     vocab = {k[6:]: v for k, v in tensors.items() if k.startswith("vocab.")}
     features = _from_state(meta_path, "features", LocalFeatures.from_state, meta["features"], vocab)

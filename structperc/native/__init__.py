@@ -12,13 +12,13 @@ reference and the path on other devices and structures (``online.compiled_epochs
                    perceptron / PA / AROW
 ``crf_kernels``    the scaled forward-backward: the CRF's nll and gradient, its SGD epochs,
                    token marginals
-``online``         the compiled epoch ``train.run_epochs`` takes where it applies
+``online``         the compiled epoch ``trainer.run_epochs`` takes where it applies
 ``chain_predict``  Viterbi labels and marginals of CRFsuite's model (the scikit-learn face)
 
 ``crf/compiled.py`` runs the CRF's objective and SGD through ``crf_kernels`` and
 ``sklearn/warm.py`` loads the kernels before ``n_jobs`` ranks fork.  numba is optional
 (``pip install 'structperc[sklearn]'`` installs it): without it every epoch runs the Python loop
-of ``train.run_epochs``, the CRF its torch scans.
+of ``trainer.run_epochs``, the CRF its torch scans.
 """
 
 from __future__ import annotations
@@ -29,3 +29,6 @@ import importlib.util
 def available() -> bool:
     """Whether numba can be imported (the compiled loops exist)."""
     return importlib.util.find_spec("numba") is not None
+
+
+__all__ = ["available"]

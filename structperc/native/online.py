@@ -1,6 +1,6 @@
 """A whole online epoch in compiled code, where the learner, structure and device allow it.
 
-``compiled_epochs`` returns a callable that ``train.run_epochs`` uses instead of its loop over
+``compiled_epochs`` returns a callable that ``trainer.run_epochs`` uses instead of its loop over
 ``learner.step``: it runs the instances of an epoch's order through
 ``chain_kernels.online_epoch`` (in chunks, so a progress bar moves), keeps ``Updater.seen``,
 writes the touched entries into ``Updater.journal`` for parameter mixing, and returns the epoch's

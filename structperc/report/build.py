@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from structperc.report import sections as S
+import structperc.report.sections as S
 from structperc.report.html import page
 from structperc.report.run_folder import RunFolder, read_run
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+import structperc.report.plots as plots
 from structperc.eval.chunks import evaluate
 from structperc.eval.errors import CLASSES, ChunkError, chunk_errors, error_counts
 from structperc.eval.tokens import token_scores
-from structperc.report import plots
 from structperc.report.html import number, table, text
 from structperc.report.run_folder import SPLITS, RunFolder
 

@@ -11,3 +11,8 @@ The structure is ``structures/candidates.py``; the rankers are learners (``learn
 loss; ``proposed.py`` with ``local_update=False``, Kazama & Torisawa's re-rankers); the first
 models are trained fold by fold in ``tasks/jackknife.py``, and the task is ``tasks/rerank.py``.
 """
+
+from structperc.rerank.candidates import ListSettings, nbest_lists
+from structperc.rerank.features import list_rows, ranking_data
+
+__all__ = ["ListSettings", "list_rows", "nbest_lists", "ranking_data"]

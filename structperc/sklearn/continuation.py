@@ -58,7 +58,7 @@ class Start:
     averaging state (``Updater.state``'s keys; empty: averaging starts afresh), the learner's
     own state (``Learner.state``'s; empty: fresh) and the number of the last epoch trained.
 
-    ``train.fit`` receives it as the checkpoint it resumes (``exists``, ``load``, ``save``),
+    ``trainer.fit`` receives it as the checkpoint it resumes (``exists``, ``load``, ``save``),
     so that its own resume restores all of it after the learner's ``start``.
     """
 

@@ -12,7 +12,7 @@ Each sequence of X is a list of items, one per token, in python-crfsuite's forma
 each sequence of y the token labels (strings).  The model is CRFsuite's: a weight per
 (attribute, label) and a label transition matrix (``model.py``), trained by the learner of
 ``algorithm`` (``algorithms.py``: lbfgs, l2sgd, ap, pa, arow as CRFsuite names them, and
-structperc's margin and mmvp) through ``train.fit``; decoding is the chain structure's
+structperc's margin and mmvp) through ``trainer.fit``; decoding is the chain structure's
 (``structures/chain.py``: batched Viterbi, n-best, marginals), with the IOB2 constraints when
 ``constraints="iob2"``.
 
@@ -58,6 +58,7 @@ from structperc.learn.fitting import FitSettings
 from structperc.model.batch import FeatureBatch, make_batch
 from structperc.model.weights import ChainWeights
 from structperc.native.chain_predict import compiled_chain
+from structperc.plugins import import_plugins, recorded_plugins
 from structperc.sklearn.algorithms import ALGORITHMS, make_learner, resolved
 from structperc.sklearn.attributes import AttributeDictionary
 from structperc.sklearn.continuation import AVERAGES, continued_start
@@ -115,10 +116,13 @@ class CRF(BaseEstimator):
             fixed size whatever the data, without attribute names (None: a dictionary of the
             training attributes, CRFsuite's model).
 
-    ``info["lineage"]`` of ``model_`` lists the trainings the model went through (``fit``,
-    ``partial_fit``, warm starts), with their data sizes, algorithms and epochs.
         class_weight: a dict label (or chunk type) -> cost of missing it, or "balanced":
             cost-sensitive training (``partial.py``).
+        plugins: modules of your own imported before training (``structperc.plugins``): the
+            model records them, and unpickling it imports them again before it loads.
+
+    ``info["lineage"]`` of ``model_`` lists the trainings the model went through (``fit``,
+    ``partial_fit``, warm starts), with their data sizes, algorithms and epochs.
     """
 
     def __init__(
@@ -149,6 +153,7 @@ class CRF(BaseEstimator):
         warm_average="auto",
         hash_bits=None,
         class_weight=None,
+        plugins=None,
     ):
         self.algorithm = algorithm
         self.min_freq = min_freq
@@ -176,6 +181,7 @@ class CRF(BaseEstimator):
         self.warm_average = warm_average
         self.hash_bits = hash_bits
         self.class_weight = class_weight
+        self.plugins = plugins
 
     # -- training ------------------------------------------------------------------------------
     def fit(self, X, y, X_dev=None, y_dev=None) -> CRF:
@@ -209,6 +215,7 @@ class CRF(BaseEstimator):
 
     def _train(self, X, y, X_dev, y_dev, previous, call: str, classes=None) -> CRF:
         """``fit`` / ``partial_fit`` (one epoch): train from zero, or on from ``previous``."""
+        import_plugins(self.plugins)
         params = resolved(self.get_params())
         learner = make_learner(params)
         if call == "partial_fit" and not ALGORITHMS[params["algorithm"]].online:
@@ -292,6 +299,7 @@ class CRF(BaseEstimator):
             "n_jobs": world,
             "epoch": epoch,
             "lineage": [*(previous.info.get("lineage", []) if previous else []), entry],
+            "plugins": recorded_plugins(),
         }
         self._model = FittedModel.of(weights, attributes, info, state)
         self._structure, self._structure_key = None, None
@@ -470,7 +478,7 @@ class CRF(BaseEstimator):
     # -- explanations --------------------------------------------------------------------------
     def explain_weights(self, top: int = 20) -> dict:
         """Per label its ``top`` largest and most negative state weights (attribute names), and
-        the transition matrix [L][L] (from, to), as JSON (``explain/weights.py``)."""
+        the transition matrix, L x L (from, to), as JSON (``explain/weights.py``)."""
         model = self.model_
         weights = model.weights("cpu")
         return chain_weights(

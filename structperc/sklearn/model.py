@@ -8,8 +8,9 @@ The model is CRFsuite's first-order model (``ChainWeights(edges=False)``): a sta
 
 stored as safetensors bytes plus a JSON header (the labels, the attribute names or the hashing
 of a hashed model, how it was trained and from what: ``info["lineage"]``): ``to_bytes`` /
-``from_bytes``, no pickle and no code in either.  Pickling an estimator keeps exactly those
-bytes (``estimator.CRF.__getstate__``).
+``from_bytes``, no pickle, and no code but the user's plugins the header records
+(``structperc.plugins``), imported before the model is rebuilt.  Pickling an estimator keeps
+exactly those bytes (``estimator.CRF.__getstate__``).
 
 A model that may be continued (``CRF(warm_start=True)``, ``partial_fit``) also keeps its
 training state, in the tables' layouts (node [A, L], edge [1, L*L]), safetensors beside them:
@@ -34,6 +35,7 @@ from safetensors.torch import save as save_tensors
 from torch import Tensor
 
 from structperc.model.weights import ChainWeights
+from structperc.plugins import import_plugins
 from structperc.sklearn.attributes import AttributeDictionary
 from structperc.sklearn.hashing import HASH, HashedAttributes
 
@@ -104,6 +106,8 @@ class FittedModel:
         if not isinstance(meta, dict) or meta.get("format") not in READS:
             found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
             raise ValueError(f"model header: expected format {FORMAT!r}, got {found!r}")
+        info = meta.get("info") or {}
+        import_plugins(info.get("plugins"), where="model header")
         tables = load_tensors(tensors)
         labels, names = list(meta["labels"]), list(meta["attributes"])
         if meta.get("hash_bits") is not None:

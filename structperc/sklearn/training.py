@@ -1,12 +1,12 @@
-"""One training of the scikit-learn face's model: a learner, the chain, ``train.fit``.
+"""One training of the scikit-learn face's model: a learner, the chain, ``trainer.fit``.
 
 ``train_chain`` is what one process runs, alone or as one rank of a group
 (``parallel.py``): the chain structure over CRFsuite's tables (``ChainWeights(edges=False)``),
-an ``Updater``, ``train.fit`` (the epochs of an online learner, iterative parameter mixing over
+an ``Updater``, ``trainer.fit`` (the epochs of an online learner, iterative parameter mixing over
 the ranks; the CRF's own optimisation, its objective summed over the ranks), then the averaged
 weights installed.  Each epoch (L-BFGS iteration) goes into the training log, with the accuracy
 on held-out sequences where there are some (rank 0 alone evaluates).  A continued training
-starts from a ``continuation.Start`` (through ``train.fit``'s resume), and the training state
+starts from a ``continuation.Start`` (through ``trainer.fit``'s resume), and the training state
 a later one would continue from is returned where asked (``continuation.kept_state``).
 """
 
@@ -21,7 +21,7 @@ from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
 from structperc.sklearn.continuation import Start, kept_state
 from structperc.structures.chain import ChainData, ChainStructure
-from structperc.train import fit
+from structperc.trainer import fit
 
 
 @dataclass

@@ -7,5 +7,24 @@
                     Φ^a·α = Φ^l·α + Φ^g·α over the candidates with non-local features
 
 A new model of labelings is a new module here; the learners (``structperc.learn``) and
-``structperc.train.fit`` do not change.
+``structperc.trainer.fit`` do not change.
 """
+
+from structperc.structures.base import Structure, check_capabilities
+from structperc.structures.candidates import CandidateList
+from structperc.structures.chain import ChainData, ChainStructure
+from structperc.structures.choice import structure_for
+from structperc.structures.label_chunk import LabelChunkStructure, PartData
+from structperc.structures.rescoring import DocumentRescoring
+
+__all__ = [
+    "CandidateList",
+    "ChainData",
+    "ChainStructure",
+    "DocumentRescoring",
+    "LabelChunkStructure",
+    "PartData",
+    "Structure",
+    "check_capabilities",
+    "structure_for",
+]

@@ -1,7 +1,7 @@
 """The structure interface: potentials, decoding, scores and feature differences of a batch.
 
 A *structure* couples the weight tables of one kind of labeling with its decoder and its feature
-map (README.md, "Architecture": the pattern of torch-struct's one-DP-many-structures and of
+map (docs/architecture.md: the pattern of torch-struct's one-DP-many-structures and of
 CRFsuite's trainers written once against an encoder).  For a batch of instances it gives
 
     instance(data, i, device)  the batch and gold labeling of instance i of a data set
@@ -41,7 +41,7 @@ from structperc.model.updates import SparseDelta
 
 
 class Structure(Protocol):
-    """What ``train.fit`` and the learners call; see the module docstring."""
+    """What ``trainer.fit`` and the learners call; see the module docstring."""
 
     capabilities: frozenset[str]
     weights: object  # an nn.Module with ``tables()``: name -> [F, width] tensor

@@ -25,3 +25,7 @@ What they share, through functions (no task calls another's driver):
     pos_np.py      the joint and cascade tasks' measures, names and prediction file
     jackknife.py   the rerank task's first models, one fold of the jackknife a job, their lists
 """
+
+from structperc.tasks.registry import Task, lookup, registered, task
+
+__all__ = ["Task", "lookup", "registered", "task"]

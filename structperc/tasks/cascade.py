@@ -3,7 +3,7 @@ their cascade.
 
 Both are first-order chains (``structures/chain.py`` over ``model.weights.ChainWeights``: every
 feature is a node feature x × y_0 and an edge feature x × y_-1 × y_0), trained by
-``structperc.train.fit`` with the same learners as the joint model (VP, MMVP) or the CRF (which
+``structperc.trainer.fit`` with the same learners as the joint model (VP, MMVP) or the CRF (which
 gives the paper's CRF+CRF cascade with ``learner=crf``).  Features
 (``features.part_features.TAGGER_TEMPLATES``, ``CHUNKER_TEMPLATES``) are the joint model's
 POS-part features; the chunker adds the collapsed POS tags around the token.

@@ -25,6 +25,7 @@ from structperc.features.cache import cache_key, feature_cache_key, file_identit
 from structperc.inference.column_tagger import ColumnTagger
 from structperc.inference.loading import check_column_tagger
 from structperc.io import atomic_write_json, read_json
+from structperc.wordclasses.corpus import unlabeled_dir
 
 log = logging.getLogger(__name__)
 FILL_TOKENS = 50_000  # tokens of a stored corpus the column tagger fills at a time
@@ -63,8 +64,7 @@ def load_columns(config) -> tuple[dict[str, Sequence[Document]], ColumnFormat]:
     files (conll2003, conll2000) comes from the Hugging Face hub (``data.loading``).  A corpus
     that ``streams`` is read into document stores (``data/corpus_stream.py``) under the cache
     folder and its splits are ``StoredDocuments``: lists in memory otherwise."""
-    cfg, spec = config.cfg, column_corpus(config)
-    data_dir = config.data_dir or cfg.data.dir
+    spec, data_dir = column_corpus(config), config.data_dir
     if spec.name in HUB_REPOS:
         try:
             spec.files(data_dir)
@@ -146,7 +146,7 @@ def chunking_corpus(config) -> dict[str, list[Document]]:
 def data_files(config, corpus: dict) -> list[Path]:
     """The files of the corpus's splits (none without them: the hub's): the feature cache's key."""
     try:
-        files = column_corpus(config).files(config.data_dir or config.cfg.data.dir)
+        files = column_corpus(config).files(config.data_dir)
     except FileNotFoundError:
         return []
     return [f for split in corpus for f in files.get(split, [])]
@@ -155,7 +155,7 @@ def data_files(config, corpus: dict) -> list[Path]:
 def training_files(config) -> list[str]:
     """The training split's files, as paths (none for a corpus from the hub)."""
     try:
-        files = column_corpus(config).files(config.data_dir or config.cfg.data.dir)
+        files = column_corpus(config).files(config.data_dir)
     except FileNotFoundError:
         return []
     return [str(f) for f in files.get("train", [])]
@@ -186,6 +186,9 @@ def local_features(config):
             fcfg["gazetteer_path"] = str(data_dir / gaz)
     if fcfg.get("template_file"):
         fcfg["template_file"] = _in_data_dir(fcfg["template_file"], data_dir)
+    classes = fcfg.get("word_classes")
+    if isinstance(classes, dict) and classes.get("dir") and data_dir is not None:
+        classes["dir"] = str(unlabeled_dir(classes["dir"], data_dir))
     if fcfg.get("gazetteer_files"):
         fcfg["gazetteer_files"] = [
             {**item, "path": _in_data_dir(str(item["path"]), data_dir)}

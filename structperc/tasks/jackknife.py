@@ -1,7 +1,7 @@
 """The first models of reranking, one job a fold of the jackknife (Collins 2002, section 2.3).
 
 ``generate_fold(f)`` trains first model f on every training document outside fold f (any learner
-of the chain, the CRF included: ``train.fit``) and writes the n-best lists of the held-out units
+of the chain, the CRF included: ``trainer.fit``) and writes the n-best lists of the held-out units
 (``rerank/candidates.py``: ``nbest_lists``, the file names of ``ListSettings``); ``ALL`` trains
 on all the training data and writes the lists of the dev and test units.  The rerank task runs
 the folds whose lists are missing, or a Hydra multirun runs one fold a job.

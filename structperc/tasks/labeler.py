@@ -111,7 +111,7 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
     """Train on ``corpus["train"]`` for the epochs of ``settings.fit``, evaluate on dev/test,
     write the run folder; returns the results.
 
-    On several ranks (``group``) every rank trains on its shard (``train.fit``); rank 0 alone
+    On several ranks (``group``) every rank trains on its shard (``trainer.fit``); rank 0 alone
     builds the feature cache first, evaluates, and writes the run's files; the others return {}.
     """
     s, corpus, learner = settings, settings.corpus, settings.learner

@@ -9,7 +9,7 @@ Kazama & Torisawa 2007, section 6.3), end to end from plain objects.
 3. Global features of every row (``rerank/features.py``): Collins's (``collins``) or the
    non-local ones (``nonlocal``), optionally the first model's score L(x) (``base_feature``) and
    the chain's local features re-trained (``local_features``: re-ranking 2).
-4. The ranker, any learner of the candidate-list structure, trained by ``train.fit``; dev F1 is
+4. The ranker, any learner of the candidate-list structure, trained by ``trainer.fit``; dev F1 is
    reported per epoch (per ``report_every`` rounds for boosting) and, with ``select_on_dev``,
    the weights of the best dev epoch are kept (boosting's number of rounds).
 5. results.json: dev/test P/R/F1, the first model's 1-best F1, the oracle F1 of the lists at

@@ -1,14 +1,14 @@
 """The skeleton every task's training shares: a run folder's TensorBoard writer, the per-epoch
-reports, the checkpoints, ``train.fit`` and the final averaging, and results.json.
+reports, the checkpoints, ``trainer.fit`` and the final averaging, and results.json.
 
 ``TrainingRun(out_dir, group)`` opens the folder; ``run.fit(learner, structure, updater, data,
 settings, evaluation=..., checkpoint=...)`` trains one model into it (a task may train several,
 as the cascade does its tagger and chunker), reporting every epoch through an ``EpochReporter``;
 ``run.finish(results, final)`` writes results.json and the hyperparameters against the final
 metrics.  The training loop's names (``FitSettings``, ``FitResult``, ``EpochLog`` of
-``learn/fitting.py``, ``train.fit``) come into the tasks through this module alone.
+``learn/fitting.py``, ``trainer.fit``) come into the tasks through this module alone.
 
-``EpochReporter`` is the ``on_epoch`` hook of ``train.fit``: TensorBoard scalars ``train/*``
+``EpochReporter`` is the ``on_epoch`` hook of ``trainer.fit``: TensorBoard scalars ``train/*``
 (word error, updates, epoch seconds, weight norm, the learner's numeric extras) and, every
 ``every`` epochs, the evaluation split's metrics under the averaged weights (``<split>/*``),
 some of which it also keeps in the epoch's history.
@@ -30,7 +30,7 @@ from structperc.learn.fitting import EpochLog, FitResult, FitSettings
 from structperc.model.updates import Updater
 from structperc.monitor import Monitor
 from structperc.tasks.report import finish
-from structperc.train import fit
+from structperc.trainer import fit
 
 __all__ = [
     "EpochLog",
@@ -104,7 +104,7 @@ class TrainingRun:
         checkpoint: dict | None = None,
         resume: bool = False,
     ) -> FitResult:
-        """``train.fit`` of ``learner`` on ``data``, then the averaged weights in place.
+        """``trainer.fit`` of ``learner`` on ``data``, then the averaged weights in place.
 
         ``evaluation``: reported every epoch by an ``EpochReporter`` (else ``on_epoch``, the
         caller's own hook); ``checkpoint``: the model's signature (e.g. its labels) to keep a
@@ -172,8 +172,8 @@ class TrainingRun:
 
 
 class EpochReporter:
-    """``on_epoch`` for ``train.fit``, in two phases so the first may run in a forked child
-    (``train.OverlappedReports``): ``measure`` reads the weights, ``publish`` writes it out.
+    """``on_epoch`` for ``trainer.fit``, in two phases so the first may run in a forked child
+    (``trainer.OverlappedReports``): ``measure`` reads the weights, ``publish`` writes it out.
 
     Args:
         monitor: the run's TensorBoard writer.

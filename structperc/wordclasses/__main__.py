@@ -17,7 +17,10 @@ import json
 import logging
 import sys
 import time
+from pathlib import Path
 
+from structperc.data.loading import require_data_dir
+from structperc.wordclasses.corpus import unlabeled_dir
 from structperc.wordclasses.store import WordClassSettings, load_word_classes
 
 DEFAULTS = WordClassSettings()
@@ -64,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(WordClassSettings)}
     values["corpora"] = corpora
     try:
+        if not Path(args.dir).expanduser().is_dir():  # relative: in the data folder
+            values["dir"] = str(unlabeled_dir(args.dir, require_data_dir()))
         settings = WordClassSettings.from_config(values)
         t0 = time.perf_counter()
         classes = load_word_classes(settings, progress=True)

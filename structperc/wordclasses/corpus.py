@@ -13,7 +13,6 @@ import gzip
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from structperc.data.loading import DEFAULT_DATA_DIR, resolve_data_dir
 from structperc.progress import bar
 from structperc.wordclasses.tokens import conll_tokens
 
@@ -21,19 +20,19 @@ SUFFIX = ".txt.gz"
 ALL = "all"
 
 
-def unlabeled_dir(configured: str | Path) -> Path:
+def unlabeled_dir(configured: str | Path, data_dir: str | Path | None = None) -> Path:
     """The folder of unlabeled text: ``configured`` if absolute (or an existing relative path),
-    else taken from the data folder (``$STRUCTPERC_DATA`` or ``../shared/data``)."""
+    else taken from the data folder ``data_dir`` (resolved: ``data.loading.resolve_data_dir``;
+    training resolves ``features.word_classes.dir`` so, ``tasks/inputs.local_features``)."""
     path = Path(configured).expanduser()
     if path.is_absolute() or path.is_dir():
         return path
-    root = resolve_data_dir(DEFAULT_DATA_DIR)
-    if root is None:
+    if data_dir is None:
         raise FileNotFoundError(
             f"features.word_classes.dir={configured!s} is relative, and there is no data "
             "folder to take it from (set STRUCTPERC_DATA, or give an absolute dir)"
         )
-    return root / path
+    return Path(data_dir) / path
 
 
 def corpus_files(folder: Path, corpora: str | Sequence[str]) -> list[Path]:

@@ -120,6 +120,7 @@ SOURCES: dict[str, Source] = {
     "babel": Source("babel", "babel", ("x_lang", "x_territory"), _babel),
     "cleanco": Source("cleanco", "cleanco", ("x_orgsfx",), _cleanco),
 }
+"""The external lists by package name: the attribute families each adds, and its reader."""
 
 
 def check_sources(names: Iterable[str]) -> tuple[str, ...]:

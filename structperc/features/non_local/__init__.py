@@ -15,7 +15,8 @@ vectorised counterpart on a ``MentionBatch`` of n candidates -> counts [n, K+1, 
     subphrase.py       ``subphrase``: a mention inside the string of another mention
     majority.py        ``tokmaj``, ``entmaj``, ``supmaj``: token, entity, super-entity majority
     conjunction.py     ``conj``: the conjuncts of "A , B and C" / "A or B"
-    reference.py       ``document_features``: Φ^g of one candidate, the families summed
+    (``tests/oracles/non_local.py``: ``document_features``, Φ^g of one candidate, the families
+    summed: the reference the vectorised path is tested against)
     codes.py           the closed code space (family, c, c') and the feature string of a code
     document_index.py  ``DocumentIndex``: what all candidates of a document share
     mention_batch.py   ``MentionBatch``: all mentions of n candidates and their class counts
@@ -30,3 +31,27 @@ An effective two-stage model for exploiting non-local dependencies in named enti
 ACL-COLING.  J. Kazama, K. Torisawa (2007), A new perceptron algorithm for sequence labeling
 with non-local features, EMNLP-CoNLL.
 """
+
+from structperc.features.non_local.conjunction import conjunction_consistency
+from structperc.features.non_local.document_index import DocumentIndex
+from structperc.features.non_local.majority import (
+    entity_majority,
+    superentity_majority,
+    token_majority,
+)
+from structperc.features.non_local.mention_batch import MentionBatch
+from structperc.features.non_local.phrase import phrase_consistency
+from structperc.features.non_local.subphrase import subphrase_consistency
+from structperc.features.non_local.vectorized import candidate_codes
+
+__all__ = [
+    "DocumentIndex",
+    "MentionBatch",
+    "candidate_codes",
+    "conjunction_consistency",
+    "entity_majority",
+    "phrase_consistency",
+    "subphrase_consistency",
+    "superentity_majority",
+    "token_majority",
+]

@@ -1,6 +1,6 @@
 """Re-run recorded runs into their own folders, with the settings they were made with.
 
-    python experiments/rerun.py RUN_DIR [RUN_DIR ...] [--jobs 2] [--dry-run]
+    python tools/rerun.py RUN_DIR [RUN_DIR ...] [--jobs 2] [--dry-run]
 
 For each run folder: the overrides of ``.hydra/overrides.yaml`` are composed with today's
 configs, every setting whose value differs from the run's recorded ``.hydra/config.yaml`` is set

@@ -1,8 +1,8 @@
 """Turn run folders (each with results.json) into a markdown table; pick the best by dev F1.
 
-    python experiments/summarize.py experiments/kazama2007/runs/*            # print the table
-    python experiments/summarize.py multirun/conll03_local/2026-.../          # a sweep folder
-    python experiments/summarize.py RUNS... --paper experiments/kazama2007/paper.json \
+    python tools/summarize.py experiments/kazama2007/runs/*            # print the table
+    python tools/summarize.py multirun/conll03_local/2026-.../          # a sweep folder
+    python tools/summarize.py RUNS... --paper experiments/kazama2007/paper.json \
         --readme experiments/kazama2007/README.md                             # update a README
 
 A README is updated between the markers ``<!-- results:begin -->`` and ``<!-- results:end -->``

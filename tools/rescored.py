@@ -1,8 +1,8 @@
 """What the scoring change did to re-made runs: the table of ``rescored.json`` files.
 
-    python experiments/rescored.py RUNS... [--readme README --section rescoring]
+    python tools/rescored.py RUNS... [--readme README --section rescoring]
 
-A run re-made by ``experiments/rerun.py`` (or the main job by ``make run``) keeps the F1 its
+A run re-made by ``tools/rerun.py`` (or the main job by ``make run``) keeps the F1 its
 old results.json reported, the whole-document F1, in ``rescored.json``.  Its new results.json
 reports conlleval.pl's F1 (``f1``) and the whole-document F1 of the same predictions
 (``f1_document``).  Per run: the old figure, the new whole-document figure (equal to the old one

@@ -22,7 +22,7 @@ MARK = "ᵈ"
 LEGEND = (
     f"{MARK} whole-document F1 of a run made before the scores followed conlleval.pl (a chunk "
     "predicted across a sentence break counted as one wrong chunk), not re-run: a little below "
-    "conlleval's F1 of the same predictions (`experiments/scoring.py`)."
+    "conlleval's F1 of the same predictions (`tools/scoring.py`)."
 )
 
 

@@ -5,14 +5,14 @@ Each run is ``python -m structperc.run +experiment=NAME`` on the first documents
 with a few epochs; the summary keeps every split's figures from the run's ``results.json`` and
 the sha256 of every safetensors file it wrote.  Run it before and after a change and compare:
 
-    python experiments/smoke.py run --out /tmp/smoke_before     # on the old commit
-    python experiments/smoke.py run --out /tmp/smoke_after      # on the new one
-    python experiments/smoke.py compare /tmp/smoke_before /tmp/smoke_after
+    python tools/smoke.py run --out /tmp/smoke_before     # on the old commit
+    python tools/smoke.py run --out /tmp/smoke_after      # on the new one
+    python tools/smoke.py compare /tmp/smoke_before /tmp/smoke_after
 
 ``compare`` exits 1 when any figure or model differs and names each difference.  ``--override``
 adds Hydra overrides to every run, to compare two settings that must agree:
 
-    python experiments/smoke.py run --out /tmp/smoke_tpl --only local nonlocal \
+    python tools/smoke.py run --out /tmp/smoke_tpl --only local nonlocal \
         --override features=kazama_templates       # Table 1 as templates, against the named
 """
 
