@@ -13,8 +13,9 @@ import the package first) stays quick: torch and scikit-learn load with the firs
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from structperc.lazy import lazy_attributes
 
 __all__ = ["CRF", "Tagger", "register_attribute", "train"]
 
@@ -33,13 +34,4 @@ if TYPE_CHECKING:
     from structperc.sklearn.estimator import CRF
 
 
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'structperc' has no attribute {name!r}")
-    value = getattr(import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_attributes(globals(), _WHERE, __all__)

@@ -21,8 +21,9 @@ The package sits below ``structperc.tasks``: training carries a column tagger th
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from structperc.lazy import lazy_attributes
 
 # Loaded on first use: training imports ``column_tagger`` and ``loading`` alone, without the
 # compiled path's kernels (numba: ~0.3 s and ~90 MB of a process that never tags)
@@ -43,13 +44,4 @@ if TYPE_CHECKING:
     from structperc.inference.tagger import MissingColumns, Tagger
 
 
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'structperc.inference' has no attribute {name!r}")
-    value = getattr(import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_attributes(globals(), _WHERE, __all__)
