@@ -79,6 +79,7 @@ def hydra_run(kind: str, corpus: Path, out: Path, iterations: int) -> dict:
             f"trainer.max_epochs={iterations}",
             *common,
         ]
+    load = round(os.getloadavg()[0], 1)  # (1 minute) at the start: the machine may be shared
     try:
         measured = timed([sys.executable, "-m", "structperc.run", *args], out.with_suffix(".log"))
     finally:
@@ -97,6 +98,7 @@ def hydra_run(kind: str, corpus: Path, out: Path, iterations: int) -> dict:
         "table_mb": round(results.get("table_bytes", 0) / 2**20, 1),
         "streamed": results.get("streamed", False),
         "dev_f1": round(results["dev"]["f1"], 2),
+        "load": load,
     }
 
 
@@ -143,8 +145,9 @@ def render(results: dict) -> str:
         f"Machine: {results['machine']}.",
         "",
         "| size | learner | training tokens | streamed | features | tables MB | extraction s |"
-        " s / epoch | us / token / epoch | peak MB | peak beyond the tables MB | wall s | dev F1 |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " s / epoch | us / token / epoch | peak MB | peak beyond the tables MB | wall s | dev F1 |"
+        " load at start |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for size, row in results["sizes"].items():
         for kind, r in row.items():
@@ -155,7 +158,7 @@ def render(results: dict) -> str:
                 f" | {r['features']:,} | {r['table_mb']} | {r['feature_s']} | "
                 f"{', '.join(str(s) for s in r['epoch_s'])} | {r['us_per_token_epoch']} | "
                 f"{r['peak_mb']:,} | {r['peak_mb'] - r['table_mb']:,.0f} | {r['wall_s']} | "
-                f"{r['dev_f1']} |"
+                f"{r['dev_f1']} | {r.get('load', '–')} |"
             )
     commands = {k: r["command"] for row in results["sizes"].values() for k, r in row.items()}
     lines += ["", "Commands (`data.train=` the size's silver corpus):", ""]
