@@ -243,3 +243,38 @@ def test_the_crf_from_disk_is_the_crf_in_memory(tmp_path, monkeypatch):
         run_main([*common, f"data.stream={mode}"], data, out, monkeypatch)
         models.append((out / "model.safetensors").read_bytes())
     assert models[0] == models[1]
+
+
+@pytest.mark.parametrize("edges", [True, False])
+def test_a_shuffled_epoch_over_mapped_features_releases_their_pages_often(
+    tmp_path, monkeypatch, edges
+):
+    """A fault maps a whole large folio, ~0.5 MB a document visited at random, so an epoch in a
+    shuffled order releases the pages every ``SHUFFLED_RELEASE_EVERY`` documents: the Python
+    loop (edge features) and the compiled epoch (one transition matrix) alike."""
+    pytest.importorskip("numba")
+    import structperc.native.online as online
+    import structperc.trainer as trainer
+    from structperc.learn.fitting import FitSettings
+    from structperc.learn.perceptron import Perceptron
+    from structperc.model.updates import Updater
+    from structperc.model.weights import ChainWeights
+    from structperc.structures.chain import ChainData, ChainStructure
+
+    D, rng = 300, np.random.default_rng(0)
+    writer = store.MatrixWriter(tmp_path, "m")
+    ids = rng.integers(0, 20, size=3 * 2 * D, dtype=np.int32)  # documents of 2 tokens, 3 ids each
+    writer.add(ids, np.arange(0, 3 * 2 * D + 1, 3, dtype=np.int64), np.full(D, 2))
+    features = writer.close()
+    assert features.mapped
+    data = ChainData(features, torch.from_numpy(rng.integers(0, 3, size=2 * D)))
+    calls = []
+    monkeypatch.setattr(trainer, "release_pages", lambda: calls.append(1))
+    monkeypatch.setattr(online, "release_pages", lambda: calls.append(1))
+    weights = ChainWeights(20, ["a", "b", "c"], edges=edges)
+    learner = Perceptron(average=True)
+    structure, updater = ChainStructure(weights), Updater(weights, average=True)
+    learner.start(updater)
+    settings = FitSettings(max_epochs=1, progress=False, compiled=True, tol=0)
+    trainer.run_epochs(learner, structure, updater, data, settings)
+    assert len(calls) >= D // 64  # at most 64 documents (~32 MB of faulted pages) between two
