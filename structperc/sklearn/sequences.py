@@ -76,10 +76,10 @@ class LabelledSequences:
         allowed = torch.zeros(len(gold), len(self.index), dtype=torch.bool)
         known = (gold >= 0).nonzero().squeeze(1)
         allowed[known, gold[known]] = True
+        free = [t for t, ids in self.open.items() if ids is None]  # (one indexing for them all)
+        allowed[free] = True
         for t, ids in self.open.items():
-            if ids is None:
-                allowed[t] = True
-            else:
+            if ids is not None:
                 allowed[t, ids] = True
         return allowed
 
