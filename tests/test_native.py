@@ -29,7 +29,7 @@ from structperc.learn.perceptron import Perceptron  # noqa: E402
 from structperc.model.updates import Updater  # noqa: E402
 from structperc.model.weights import ChainWeights  # noqa: E402
 from structperc.native import chain_kernels, crf_kernels  # noqa: E402
-from structperc.native.chain_predict import compiled_chain  # noqa: E402
+from structperc.native.chain_predict import compiled_chain, decode  # noqa: E402
 from structperc.native.online import compiled_epochs  # noqa: E402
 from structperc.structures.chain import ChainData, ChainStructure  # noqa: E402
 from structperc.trainer import run_epochs  # noqa: E402
@@ -140,6 +140,29 @@ def test_viterbi_breaks_ties_as_the_torch_recursion():
         assert out[a:b].tolist() == path, d
     by_document = compiled_chain(structure, "cpu").labels(f)  # the estimator's decoder
     assert np.concatenate(by_document).tolist() == out.tolist()
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 256])
+def test_the_pipelines_decode_is_the_torch_predict(batch_size, monkeypatch):
+    """``decode`` (the labeler's, the cascade's and the bench's prediction) gives
+    ``ChainStructure.predict``'s labels, through the compiled decoder where it applies and the
+    torch path where the data constrain the labels."""
+    data, F, L = synthetic(docs=200, F=8, L=4, longest=10, seed=2)
+    structure = ChainStructure(random_weights(F, L, seed=3, integer=True))
+    prediction = ChainData(data.features)
+    expected = structure.predict(prediction, batch_size=batch_size)
+    calls = []
+    torch_predict = ChainStructure.predict
+    monkeypatch.setattr(
+        ChainStructure, "predict", lambda *a, **k: calls.append(1) or torch_predict(*a, **k)
+    )
+    assert decode(structure, prediction, batch_size=batch_size) == expected
+    assert calls == []  # compiled
+    allowed = torch.ones(data.num_tokens, L, dtype=torch.bool)
+    allowed[::3, 0] = False
+    constrained = ChainData(data.features, allowed=allowed)
+    assert decode(structure, constrained, batch_size) == torch_predict(structure, constrained)
+    assert calls == [1]  # the torch path
 
 
 @pytest.mark.parametrize("values", [False, True])

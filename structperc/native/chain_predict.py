@@ -6,6 +6,13 @@ None otherwise (the torch paths: ``ChainStructure.predict``, ``decode/transition
 Its ``labels`` are ``chain_kernels.viterbi``'s paths (the first maximum on ties, as
 ``decode.viterbi._token_recursion``), its ``marginals`` the scaled forward-backward of
 ``crf_kernels.node_marginals``; one pass over the documents, no padding.
+
+``decode`` is the pipeline's prediction over a data set (the labeler's dev and test evaluation,
+the cascade's chains, the bench): the compiled labels where they apply, for data without
+prediction constraints, forbidden spans or features mapped from disk (whose pages the torch
+path releases as it goes), and ``ChainStructure.predict`` otherwise.  The compiled decoder takes
+each document alone whatever ``batch_size`` is (there is no padding to share), so decoding one
+document at a time costs what decoding a batch does.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import torch
 from structperc.features.extract import FeatureMatrix
 from structperc.native import available as numba_available
 from structperc.native.inputs import csr_arrays, table_arrays
-from structperc.structures.chain import ChainStructure
+from structperc.structures.chain import ChainData, ChainStructure
 
 
 def compiled_chain(structure, device) -> CompiledChain | None:
@@ -26,6 +33,17 @@ def compiled_chain(structure, device) -> CompiledChain | None:
     if type(structure) is not ChainStructure or structure.allowed is not None:
         return None
     return None if structure.weights.edges else CompiledChain(structure)
+
+
+def decode(
+    structure, data: ChainData, batch_size: int = 256, device="cpu", progress: bool = False
+) -> list[list[int]]:
+    """Viterbi label ids of every document of ``data`` (module docstring)."""
+    plain = data.allowed is None and not data.forbidden and not data.features.mapped
+    compiled = compiled_chain(structure, device) if plain else None
+    if compiled is None:
+        return structure.predict(data, batch_size=batch_size, device=device, progress=progress)
+    return [p.tolist() for p in compiled.labels(data.features)]
 
 
 class CompiledChain:

@@ -31,6 +31,7 @@ from structperc.features.part_features import CHUNKER_TEMPLATES, TAGGER_TEMPLATE
 from structperc.features.templates import Template
 from structperc.model.updates import Updater
 from structperc.model.weights import ChainWeights
+from structperc.native.chain_predict import decode
 from structperc.structures.chain import ChainData, ChainStructure
 from structperc.tasks.inputs import chunking_corpus
 from structperc.tasks.pos_np import log_test, paper_name, scores, write_predictions
@@ -55,7 +56,7 @@ class ChainModel:
     @torch.no_grad()
     def predict(self, docs: list[Document], batch_size: int = 32, device="cpu") -> list[list[str]]:
         data = ChainData(self.features.transform(docs)[GROUP])
-        ids = self.structure.predict(data, batch_size=batch_size, device=device)
+        ids = decode(self.structure, data, batch_size=batch_size, device=device)
         labels = self.structure.weights.labels
         return [[labels[i] for i in p] for p in ids]
 

@@ -40,6 +40,7 @@ from structperc.features.document import NonLocalFeatures
 from structperc.features.pipeline import LocalFeatures
 from structperc.model.files import save_model
 from structperc.model.updates import Updater
+from structperc.native.chain_predict import decode as decode_labels
 from structperc.structures.chain import ChainData
 from structperc.structures.rescoring import DocumentRescoring
 from structperc.tasks.report import chunk_curves, chunk_scores, token_results
@@ -168,7 +169,7 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
     )
 
     def decode(split: str, structure=structure) -> list[list[int]]:
-        return structure.predict(data[split], batch_size=s.batch_size, device=device)
+        return decode_labels(structure, data[split], batch_size=s.batch_size, device=device)
 
     metric = "f1" if has_chunks(labels) else "accuracy"
 
