@@ -222,8 +222,9 @@ def run_epochs(
     An epoch's ``EpochLog.extra`` is the learner's summed extra counts, then what
     ``on_epoch_start`` returned.  Each instance's batch is built once and kept, unless the
     data's features are mapped from disk (``features/store.py``: a corpus larger than
-    memory): then it is read again at each visit and the pages read are released now and
-    then, the same steps in the same order in memory that does not grow with the data.
+    memory): then it is read again at each visit (by ``pread``, ``store.MatrixFiles``) and
+    any pages of the maps released now and then, the same steps in the same order in memory
+    that does not grow with the data.
 
     On several ranks (``group``) each rank steps through its shard in its own order
     (``shard_order``), the weights are mixed after the epoch (``ParameterMixing``, its seconds in

@@ -169,6 +169,40 @@ def test_mapped_matrices_release_their_pages(tmp_path):
     assert grown < 40, grown  # MB: a piece or two at a time, not the 160 MB
 
 
+def test_a_document_read_from_the_files_is_the_mapped_document(tmp_path):
+    """``document_batch`` over a matrix on disk reads its rows by ``pread``
+    (``store.MatrixFiles``), not through the maps (their tensors emptied here), and gives the
+    batch of the same matrix in memory, in this process and in an unpickled copy."""
+    import pickle
+    from dataclasses import replace
+
+    from structperc.features.extract import FeatureMatrix
+    from structperc.model.batch import document_batch
+
+    rng = np.random.default_rng(1)
+    writer = store.MatrixWriter(tmp_path, "m")
+    lengths = [3, 1, 5, 2]
+    counts = rng.integers(0, 4, size=sum(lengths))  # a token may have no feature
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    ids = rng.integers(0, 50, size=int(offsets[-1]), dtype=np.int32)
+    writer.add(ids[: offsets[4]], offsets[:5], np.array(lengths[:2]))
+    writer.add(ids[offsets[4] :], offsets[4:] - offsets[4], np.array(lengths[2:]))
+    mapped = writer.close()
+    in_memory = FeatureMatrix(
+        torch.from_numpy(ids), torch.from_numpy(offsets), torch.tensor([0, 3, 4, 9, 11])
+    )
+    empty = torch.zeros(0, dtype=torch.long)
+    files_only = replace(mapped, ids=empty.int(), offsets=empty, doc_offsets=empty)
+    copied = replace(files_only, files=pickle.loads(pickle.dumps(mapped.files)))
+    for d in range(len(lengths)):
+        expected = document_batch(in_memory, d)
+        for matrix in (files_only, copied):
+            got = document_batch(matrix, d)
+            assert torch.equal(got.ids, expected.ids) and got.ids.dtype == expected.ids.dtype
+            for name in ("offsets", "lengths", "first_token", "flat_positions"):
+                assert torch.equal(getattr(got, name), getattr(expected, name)), name
+
+
 def test_a_run_from_disk_is_the_run_in_memory(tmp_path, monkeypatch):
     """``data.stream=true`` and ``false`` on the same corpus: identical model files, results
     and predictions (the same documents, ids and order of steps)."""

@@ -104,6 +104,8 @@ class FeatureMatrix:
                  (binary features, the lookups without per-sample weights).
     mapped:      the tensors are views of files mapped into memory (``store.py``): a loop
                  over the documents calls ``store.release_pages`` now and then.
+    files:       for a mapped matrix, its files read without the maps (``store.MatrixFiles``:
+                 ``document(d)``), which a loop in a random order takes; else None.
     """
 
     ids: torch.Tensor
@@ -111,6 +113,7 @@ class FeatureMatrix:
     doc_offsets: torch.Tensor
     values: torch.Tensor | None = None
     mapped: bool = False
+    files: object | None = None
 
     @property
     def num_docs(self) -> int:

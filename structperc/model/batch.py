@@ -129,7 +129,18 @@ def make_batch(features: FeatureMatrix, docs: list[int] | Tensor) -> FeatureBatc
 def document_batch(features: FeatureMatrix, d: int) -> FeatureBatch:
     """Document d of CPU ``features`` as a one-document batch: views of its CSR rows, read
     through NumPy (a few microseconds: an online epoch over a corpus mapped from disk builds
-    one per step, ``trainer.run_epochs``)."""
+    one per step, ``trainer.run_epochs``), or for a matrix on disk its rows read from the files
+    (``features.files``: no page of the maps touched, ``features/store.py``)."""
+    if features.files is not None:
+        ids, offsets = features.files.document(d)  # [n] int32, [T + 1] int64
+        T = len(offsets) - 1
+        return FeatureBatch(
+            ids=torch.from_numpy(ids),
+            offsets=torch.from_numpy(offsets),
+            lengths=torch.from_numpy(np.array([T], dtype=np.int64)),
+            first_token=torch.from_numpy(np.zeros(1, dtype=np.int64)),
+            flat_positions=torch.from_numpy(np.arange(T, dtype=np.int64)),
+        )
     doc_offsets, offsets = features.doc_offsets.numpy(), features.offsets.numpy()
     s, e = int(doc_offsets[d]), int(doc_offsets[d + 1])
     lo, hi = int(offsets[s]), int(offsets[e])
