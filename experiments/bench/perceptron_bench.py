@@ -157,6 +157,8 @@ def worker_structperc(cfg: dict) -> dict:
         out["train_median_length"], len(labels), "cpu"
     )
     out["parameters"] = sum(t.numel() for t in weights.tables().values())
+    # the weights training wrote (the averaged model's non-zero entries: a saved model's size)
+    out["nonzero_parameters"] = sum(int(t.count_nonzero()) for t in weights.tables().values())
     out["rss_after_training_mb"] = max_rss_mb()
     out["tensor_mb"] = {
         "weights": tensor_mb(*weights.tables().values()),
@@ -273,6 +275,8 @@ def worker_crfsuite(cfg: dict) -> dict:
     # -- decoding the test set, one document at a time -------------------------------------------
     tagger = pycrfsuite.Tagger()
     tagger.open(str(model_path))
+    info = tagger.info()  # the model file's weights: those not zero (CRFsuite drops the rest)
+    out["nonzero_parameters"] = len(info.state_features) + len(info.transitions)
     test = xseqs["test"]
     n_tokens = sum(len(d) for d in corpus["test"])
     for x in test[:4]:  # warm-up, not timed
@@ -338,6 +342,7 @@ ROWS = [
     ("test_f1", "Test F1 after k epochs", "quality"),
     ("surface_features", "Surface features (attributes)", "count"),
     ("parameters", "Model parameters (weights)", "count"),
+    ("nonzero_parameters", "Model parameters not zero after training (the saved model)", "count"),
 ]
 # the POS tagger (task "pos") is scored by token accuracy, not chunk F1
 QUALITY = {
@@ -458,7 +463,7 @@ def _fmt(v: float | None, key: str) -> str:
         return "n/a"
     if key in ("test_f1", "test_accuracy"):
         return f"{v:.2f}"
-    if key in ("surface_features", "parameters"):
+    if key in ("surface_features", "parameters", "nonzero_parameters"):
         return f"{v:,.0f}"
     if key.endswith("_tps"):
         return f"{v:,.0f}"
