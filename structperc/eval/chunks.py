@@ -95,12 +95,6 @@ def _percent(part: int, whole: int) -> float:
     return 100.0 * part / whole if whole else 0.0
 
 
-def _prf(correct: int, pred: int, gold: int) -> tuple[float, float, float]:
-    p, r = _percent(correct, pred), _percent(correct, gold)
-    f = 2.0 * p * r / (p + r) if p + r else 0.0
-    return p, r, f
-
-
 @dataclass(frozen=True)
 class TypeScores:
     """Scores of one chunk type; precision/recall/f1 in percent (0..100)."""
@@ -116,7 +110,9 @@ class TypeScores:
     def of(cls, correct: int, pred: int, gold: int) -> TypeScores:
         """The scores of ``correct`` right of ``pred`` predicted and ``gold`` gold chunks (or
         tokens, ``tokens.py``)."""
-        return cls(*_prf(correct, pred, gold), n_gold=gold, n_pred=pred, n_correct=correct)
+        p, r = _percent(correct, pred), _percent(correct, gold)
+        f = 2.0 * p * r / (p + r) if p + r else 0.0
+        return cls(p, r, f, n_gold=gold, n_pred=pred, n_correct=correct)
 
     def line(self, name: str) -> str:
         """The line of conlleval.pl's table for the type ``name`` (the last column ``n_pred``)."""
@@ -250,15 +246,11 @@ def _count(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> Chun
     per_type = {  # like conlleval, only types of found chunks (normally all types)
         typ: TypeScores.of(c, p, g) for typ, (g, p, c) in sorted(counts.items()) if g or p
     }
-    n_gold = sum(c[0] for c in counts.values())
-    n_pred = sum(c[1] for c in counts.values())
-    n_correct = sum(c[2] for c in counts.values())
+    n_gold, n_pred, n_correct = (sum(c[k] for c in counts.values()) for k in range(3))
+    overall = TypeScores.of(n_correct, n_pred, n_gold)  # the scores of every chunk
     return ChunkScores(
-        *_prf(n_correct, n_pred, n_gold),
+        **asdict(overall),
         accuracy=_percent(n_agree, n_tokens),
-        n_gold=n_gold,
-        n_pred=n_pred,
-        n_correct=n_correct,
         n_tokens=n_tokens,
         per_type=per_type,
     )
