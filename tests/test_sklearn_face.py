@@ -94,11 +94,11 @@ def test_bad_items_are_named_by_sequence_and_token(bad, message):
 
 def test_dictionary_order_cutoff_and_unseen_attributes():
     X = [[{"a": "1", "b": True}, {"a": "1", "z": False}], [["c", "a:1"]]]
-    attributes, features, values = AttributeDictionary.fit_transform(X, min_freq=1)
+    attributes, features, values = AttributeDictionary().grown(X, min_freq=1)
     assert attributes.names == ["a:1"]  # seen 3 times; b, z and c once
     assert features.offsets.tolist() == [0, 1, 2, 3]
     assert features.ids.tolist() == [0, 0, 0] and values is None
-    everything, features, _ = AttributeDictionary.fit_transform(X)
+    everything, features, _ = AttributeDictionary().grown(X)
     assert everything.names == ["a:1", "b", "z", "c"]  # first appearance; z (False) kept
     assert features.offsets.tolist() == [0, 2, 3, 5]  # value 0 fires nowhere
     new, _ = everything.transform([[{"a": "2", "b": True}]])
@@ -114,15 +114,15 @@ def test_reading_in_several_processes_gives_one_process_dictionary_and_matrix():
         for _ in range(1600)
     ]  # fmt: skip
     for min_freq in (0, 2):
-        one = AttributeDictionary.fit_transform(X, min_freq=min_freq)
-        three = AttributeDictionary.fit_transform(X, min_freq=min_freq, jobs=3)
+        one = AttributeDictionary().grown(X, min_freq=min_freq)
+        three = AttributeDictionary().grown(X, min_freq=min_freq, jobs=3)
         assert one[0].names == three[0].names
         for a, b in zip(one[1].tensors().values(), three[1].tensors().values(), strict=True):
             assert torch.equal(a, b)
         assert torch.equal(one[2], three[2])
     X[1200][0] = {"w": object()}  # a block's error: raised as one process raises it
     with pytest.raises(FeatureFormatError, match=r"X\[1200\]\[0\]: feature 'w'"):
-        AttributeDictionary.fit_transform(X, jobs=3)
+        AttributeDictionary().grown(X, jobs=3)
 
 
 @pytest.mark.parametrize("algorithm", ["lbfgs", "l2sgd", "ap", "mmvp"])

@@ -89,7 +89,7 @@ def test_the_buffers_hold_the_whole_reading(monkeypatch, block, min_freq):
     monkeypatch.setattr(occurrences, "BLOCK", block)
     monkeypatch.setattr(occurrences, "RENUMBER_CHUNK", 7)  # renumbered in many pieces
     X = random_items(60, block + min_freq, numbers_from=40)  # values only in late blocks
-    dictionary, *found = AttributeDictionary.fit_transform(iter(X), min_freq=min_freq)
+    dictionary, *found = AttributeDictionary().grown(iter(X), min_freq=min_freq)
     expected = reference(X, min_freq)
     assert dictionary.names == expected[0]
     assert_matrix(found, expected)
@@ -128,4 +128,4 @@ def test_a_bad_value_in_a_late_block_is_named(monkeypatch):
     with pytest.raises(
         FeatureFormatError, match=rf"^X\[13\]\[{t}\]: feature 'ctx:q' has the value nan"
     ):
-        AttributeDictionary.fit_transform(X)
+        AttributeDictionary().grown(X)

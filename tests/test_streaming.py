@@ -21,6 +21,7 @@ from structperc.data.conll import write_conll
 from structperc.data.corpus_stream import stream_corpus, training_tokens
 from structperc.data.document import Document, MappedDocuments, runs_of
 from structperc.data.document_store import DocumentStore, StoredDocuments
+from structperc.data.partial import is_partial
 from structperc.data.synthetic import make_corpus
 from structperc.features import store
 from structperc.features.chunked_extraction import extract_chunked
@@ -91,6 +92,21 @@ def test_stream_corpus_reads_what_load_reads(tmp_path, settings):
         assert isinstance(stored[split], StoredDocuments)
         same_documents(docs, stored[split])
     assert abs(training_tokens(spec, None) - sum(len(d) for d in make_corpus(40, seed=1))) <= 80
+
+
+def test_stream_corpus_reads_the_partial_marks_load_reads(tmp_path):
+    docs = make_corpus(40, seed=1)
+    for doc in docs[::3]:
+        doc.tags[0] = "UNK"
+    write_conll(tmp_path / "train.txt", docs)
+    write_conll(tmp_path / "test.txt", make_corpus(10, seed=2))
+    fmt = ColumnFormat(("token", "pos", "chunk", "ner"), scheme="iob2", unknown="UNK")
+    spec = ColumnCorpus(fmt, str(tmp_path / "train.txt"), test=str(tmp_path / "test.txt"))
+    in_memory, _ = spec.load(None)
+    stored, _ = stream_corpus(spec, None, tmp_path / "stores")
+    assert any(is_partial(t) for d in in_memory["train"] for t in d.tags)
+    for split, docs in in_memory.items():
+        same_documents(docs, stored[split])
 
 
 FEATURE_SETTINGS = [

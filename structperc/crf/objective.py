@@ -71,14 +71,28 @@ def bucket_loss(
     and for edge features on the sequential scan.  With the bucket's cost offsets and partial
     annotation the two passes of ``crf/targets.py``: nll(S + o) - nll(S + o + m).
     """
-    if bucket.offset is None and bucket.mask is None:
-        return gold_nll(learner, structure, scores, bucket, transition)
     L = structure.num_labels
+
+    def gold_nll(scores: Tensor) -> Tensor:
+        """Sum of log Z - s(y) over the bucket's documents, y their ``labels``."""
+        if transition is not None:  # straight into torch-struct's layout
+            return transition_nll(scores, transition, bucket.batch, bucket.labels, learner.scan)
+        if learner.scan == "sequential":  # edges from the token scores
+            if bucket.layout is None:
+                bucket.layout = RowLayout.of(bucket.batch, bucket.labels, L)
+            return row_nll(scores, bucket.layout)
+        edge = scores[:, L:].reshape(-1, L, L)
+        potentials = chain_potentials(scores[:, :L], edge, bucket.batch)  # [B, T, L, L]
+        return structure.nll(
+            bucket.batch, bucket.labels, scan=learner.scan, potentials=potentials
+        ).sum()
+
+    if bucket.offset is None and bucket.mask is None:
+        return gold_nll(scores)
     shifted = shift_nodes(scores, bucket.offset, L)
-    loss = gold_nll(learner, structure, shifted, bucket, transition)
+    loss = gold_nll(shifted)
     if bucket.mask is not None:
-        restricted = shift_nodes(shifted, bucket.mask, L)
-        loss = loss - gold_nll(learner, structure, restricted, bucket, transition)
+        loss = loss - gold_nll(shift_nodes(shifted, bucket.mask, L))
     return loss
 
 
@@ -88,28 +102,6 @@ def shift_nodes(scores: Tensor, offset: Tensor | None, L: int) -> Tensor:
         return scores
     node = scores[:, :L] + offset.to(scores.dtype)
     return node if scores.shape[1] == L else torch.cat([node, scores[:, L:]], dim=1)
-
-
-def gold_nll(
-    learner: CRFSettings,
-    structure: ChainStructure,
-    scores: Tensor,
-    bucket: Bucket,
-    transition: Tensor | None = None,
-) -> Tensor:
-    """Sum of log Z - s(y) over the bucket's documents, y their ``labels`` (``bucket_loss``)."""
-    L = structure.num_labels
-    if transition is not None:  # straight into torch-struct's layout
-        return transition_nll(scores, transition, bucket.batch, bucket.labels, learner.scan)
-    if learner.scan == "sequential":  # edges from the token scores
-        if bucket.layout is None:
-            bucket.layout = RowLayout.of(bucket.batch, bucket.labels, L)
-        return row_nll(scores, bucket.layout)
-    edge = scores[:, L:].reshape(-1, L, L)
-    potentials = chain_potentials(scores[:, :L], edge, bucket.batch)  # [B, T, L, L]
-    return structure.nll(
-        bucket.batch, bucket.labels, scan=learner.scan, potentials=potentials
-    ).sum()
 
 
 def reads_in_place(learner: CRFSettings, edges: bool, bucket: Bucket, num_tokens: int) -> bool:

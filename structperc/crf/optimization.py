@@ -320,6 +320,16 @@ def pseudo_gradient(x: list[Tensor], g: list[Tensor], l1: float) -> list[Tensor]
     return out
 
 
+def shrunk(t: float, f: float, gd: float, f_new: float) -> float:
+    """The next step of a backtracking line search after step ``t`` failed: the minimiser of
+    the quadratic through f, the slope g.d and f_new (the objective at t), kept within
+    [0.1 t, 0.5 t]; 0.1 t where f_new is not finite."""
+    if not math.isfinite(f_new):
+        return 0.1 * t
+    t_q = -gd * t * t / (2.0 * (f_new - f - gd * t))
+    return min(max(t_q, 0.1 * t), 0.5 * t)
+
+
 class LBFGS:
     """L-BFGS with backtracking (Armijo) line search; ``step(objective)`` runs one iteration.
     With ``l1`` > 0 it is OWL-QN on objective + l1 ||params||_1 (module docstring).
@@ -398,23 +408,25 @@ class LBFGS:
             evaluations += 1
             if math.isfinite(f_new) and f_new <= f + self.c1 * t * gd:
                 break
-            if math.isfinite(f_new):  # minimiser of the quadratic through f, g.d and f_new
-                t_q = -gd * t * t / (2.0 * (f_new - f - gd * t))
-                t = min(max(t_q, 0.1 * t), 0.5 * t)
-            else:
-                t *= 0.1
+            t = shrunk(t, f, gd, f_new)
         else:
             axpy_(-moved, d, self.params)  # back to x
             return LBFGSInfo(f, 0.0, evaluations, math.sqrt(dot(g, g)), accepted=False)
         for di in d:  # d becomes s = t d
             di.mul_(t)
+        self.moved(d, g, f_new, g_new)
+        return LBFGSInfo(f_new, t, evaluations, math.sqrt(dot(g_new, g_new)))
+
+    def moved(self, s: list[Tensor], g: list[Tensor], f_new: float, g_new: list[Tensor]) -> None:
+        """After a step s = x_new - x: the pair (s, y = g_new - g) kept (``g`` becomes y in
+        place) unless s.y is not positive enough, and the loss and gradient at x_new made the
+        current ones."""
         for gi, gn in zip(g, g_new, strict=True):  # g becomes y = g_new - g
             gi.sub_(gn).neg_()
-        sy = dot(d, g)
+        sy = dot(s, g)
         if sy > 1e-10 * dot(g, g):
-            self.pairs.append((d, g, 1.0 / sy))
+            self.pairs.append((s, g, 1.0 / sy))
         self.loss, self.grad = f_new, g_new
-        return LBFGSInfo(f_new, t, evaluations, math.sqrt(dot(g_new, g_new)))
 
     def orthant_wise_step(self, objective: Objective) -> LBFGSInfo:
         """One OWL-QN iteration (module docstring); ``loss`` is f + l1 ||x||_1.
@@ -460,23 +472,14 @@ class LBFGS:
             armijo = total_new <= total + self.c1 * moved
             if math.isfinite(total_new) and armijo and total_new < total:  # (< : no stalling at
                 break  # the optimum, where rounding makes the Armijo test hold with F unchanged)
-            if math.isfinite(total_new):  # as L-BFGS: the quadratic through F, pg.d, F(x(t))
-                t_q = -gd * t * t / (2.0 * (total_new - total - gd * t))
-                t = min(max(t_q, 0.1 * t), 0.5 * t)
-            else:
-                t *= 0.1
+            t = shrunk(t, total, gd, total_new)  # as L-BFGS: through F, pg.d, F(x(t))
         else:
             for xi, x0 in zip(x, start, strict=True):  # back to x
                 xi.copy_(x0)
             return LBFGSInfo(total, 0.0, evaluations, math.sqrt(dot(pg, pg)), accepted=False)
         for x0, xi in zip(start, x, strict=True):  # start becomes s = x_new - x
             x0.sub_(xi).neg_()
-        for gi, gn in zip(g, g_new, strict=True):  # g becomes y = g_new - g
-            gi.sub_(gn).neg_()
-        sy = dot(start, g)
-        if sy > 1e-10 * dot(g, g):
-            self.pairs.append((start, g, 1.0 / sy))
-        self.loss, self.grad = f_new, g_new
+        self.moved(start, g, f_new, g_new)
         self.pseudo = pseudo_gradient(x, g_new, l1)
         return LBFGSInfo(total_new, t, evaluations, math.sqrt(dot(self.pseudo, self.pseudo)))
 

@@ -107,25 +107,29 @@ class ColumnFormat:
             return None
         return DOCSTART if self.documents in DOCUMENT_MODES else self.documents
 
+    def read_options(self) -> dict:
+        """The options of ``conll.read_conll`` (and ``iter_conll``) that read a file of this
+        layout: labels in IOB2, ``raw`` while the scheme is ``auto``."""
+        return {
+            "documents": self.documents,
+            "columns": self.columns,
+            "scheme": RAW if self.scheme == AUTO else self.scheme,
+            "label": self.label,
+            "encoding": self.encoding,
+            "separator": self.separator,
+            "comments": self.comments,
+            "tag_columns": self.tag_columns,
+            "unknown": self.unknown,
+            "any_of": self.any_of,
+        }
+
     def read(
         self, path: str | os.PathLike, max_docs: int | None = None, optional_label: bool = False
     ) -> list[Document]:
         """The documents of one file, labels in IOB2 (``raw`` while the scheme is ``auto``);
         ``optional_label``: the file may lack the label column (input to tag)."""
         return read_conll(
-            path,
-            documents=self.documents,
-            max_docs=max_docs,
-            columns=self.columns,
-            scheme=RAW if self.scheme == AUTO else self.scheme,
-            label=self.label,
-            encoding=self.encoding,
-            separator=self.separator,
-            comments=self.comments,
-            tag_columns=self.tag_columns,
-            optional_label=optional_label,
-            unknown=self.unknown,
-            any_of=self.any_of,
+            path, max_docs=max_docs, optional_label=optional_label, **self.read_options()
         )
 
     def write(

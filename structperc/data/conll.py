@@ -34,6 +34,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
+from typing import Any
 
 from structperc.io import read_input_bytes, write_output_pieces
 
@@ -311,8 +312,9 @@ def read_conll(
     """
     if max_docs is not None and max_docs < 0:
         raise ValueError(f"max_docs must be >= 0 or None, got {max_docs}")
-    parse = _parse(path, layout, documents, columns, scheme, label, encoding, separator,
-                   comments, tag_columns, optional_label, unknown, any_of)  # fmt: skip
+    parse = _parse(path, layout, documents, columns, scheme, label=label, encoding=encoding,
+                   separator=separator, comments=comments, tag_columns=tag_columns,
+                   optional_label=optional_label, unknown=unknown, any_of=any_of)  # fmt: skip
     if max_docs == 0:
         return []
     # The parse makes ~1e5 small containers and no cycles: collecting meanwhile only costs time.
@@ -331,28 +333,20 @@ def iter_conll(
     documents: str | None = None,
     columns: Sequence[str] | None = None,
     scheme: str | None = None,
-    *,
-    label: str | None = None,
-    encoding: str = "utf-8",
-    separator: str = "whitespace",
-    comments: bool = False,
-    tag_columns: dict[str, str] | None = None,
-    optional_label: bool = False,
-    unknown: str | None = UNKNOWN,
-    any_of: str | None = None,
+    **options: Any,
 ) -> Iterator[Document]:
     """``read_conll``'s documents one at a time, as they are parsed: the file's text is read
-    at once, its documents are not kept (a corpus larger than memory).  The same options; the
-    options are checked at once, an error in the file is raised when the parse reaches it."""
-    return _parse(path, layout, documents, columns, scheme, label, encoding, separator,
-                  comments, tag_columns, optional_label, unknown, any_of)()  # fmt: skip
+    at once, its documents are not kept (a corpus larger than memory).  The same options, the
+    keyword ones (``label``, ``encoding`` ... ``any_of``) in ``options``; the options are
+    checked at once, an error in the file is raised when the parse reaches it."""
+    return _parse(path, layout, documents, columns, scheme, **options)()
 
 
-def _parse(path, layout, documents, columns, scheme, label, encoding, separator, comments,
-           tag_columns, optional_label, unknown=UNKNOWN,
-           any_of=None) -> Callable[[], Iterator[Document]]:  # fmt: skip
+def _parse(path, layout, documents, columns, scheme, *, label=None, encoding="utf-8",
+           separator="whitespace", comments=False, tag_columns=None, optional_label=False,
+           unknown=UNKNOWN, any_of=None) -> Callable[[], Iterator[Document]]:  # fmt: skip
     """The options checked (ValueError naming a bad one), and the parse of the file as a
-    function that starts it."""
+    function that starts it; the keyword options and their defaults are ``read_conll``'s."""
     _check_layout(layout)
     if columns is not None:
         columns = check_column_map(columns)

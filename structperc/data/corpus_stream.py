@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from structperc.data.column_corpus import AUTO, SPLITS, ColumnCorpus, ColumnFormat, corpus_scheme
-from structperc.data.conll import RAW, iter_conll
+from structperc.data.conll import iter_conll
 from structperc.data.document import Document
 from structperc.data.document_store import DocumentStore, StoredDocuments
 
@@ -47,17 +47,7 @@ def iter_split(fmt: ColumnFormat, paths: list[Path], max_docs: int | None) -> It
     while the scheme is ``auto``, else in IOB2 (``ColumnFormat.read``'s)."""
     n = 0
     for path in paths:
-        for doc in iter_conll(
-            path,
-            documents=fmt.documents,
-            columns=fmt.columns,
-            scheme=RAW if fmt.scheme == AUTO else fmt.scheme,
-            label=fmt.label,
-            encoding=fmt.encoding,
-            separator=fmt.separator,
-            comments=fmt.comments,
-            tag_columns=fmt.tag_columns,
-        ):
+        for doc in iter_conll(path, **fmt.read_options()):
             if max_docs is not None and n >= max_docs:
                 return
             n += 1

@@ -90,11 +90,9 @@ def chunk_spans(tags: list[str]) -> set[tuple[int, int, str]]:
     return spans
 
 
-def _prf(correct: int, pred: int, gold: int) -> tuple[float, float, float]:
-    p = 100.0 * correct / pred if pred else 0.0
-    r = 100.0 * correct / gold if gold else 0.0
-    f = 2.0 * p * r / (p + r) if p + r else 0.0
-    return p, r, f
+def _percent(part: int, whole: int) -> float:
+    """100 * part / whole, 0 when whole is 0."""
+    return 100.0 * part / whole if whole else 0.0
 
 
 @dataclass(frozen=True)
@@ -107,6 +105,21 @@ class TypeScores:
     n_gold: int
     n_pred: int
     n_correct: int
+
+    @classmethod
+    def of(cls, correct: int, pred: int, gold: int) -> TypeScores:
+        """The scores of ``correct`` right of ``pred`` predicted and ``gold`` gold chunks (or
+        tokens, ``tokens.py``)."""
+        p, r = _percent(correct, pred), _percent(correct, gold)
+        f = 2.0 * p * r / (p + r) if p + r else 0.0
+        return cls(p, r, f, n_gold=gold, n_pred=pred, n_correct=correct)
+
+    def line(self, name: str) -> str:
+        """The line of conlleval.pl's table for the type ``name`` (the last column ``n_pred``)."""
+        return (
+            f"{name:>17}: precision: {self.precision:6.2f}%; recall: {self.recall:6.2f}%; "
+            f"FB1: {self.f1:6.2f}  {self.n_pred}"
+        )
 
 
 @dataclass(frozen=True)
@@ -144,11 +157,7 @@ class ChunkScores:
                 f"accuracy: {self.accuracy:6.2f}%; precision: {self.precision:6.2f}%; "
                 f"recall: {self.recall:6.2f}%; FB1: {self.f1:6.2f}"
             )
-        for name, s in self.per_type.items():
-            lines.append(
-                f"{name:>17}: precision: {s.precision:6.2f}%; recall: {s.recall:6.2f}%; "
-                f"FB1: {s.f1:6.2f}  {s.n_pred}"
-            )
+        lines += [s.line(name) for name, s in self.per_type.items()]
         return "\n".join(lines)
 
 
@@ -235,19 +244,13 @@ def _count(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> Chun
     if in_correct:  # only with odd prefixes that never end a chunk, e.g. ["I-X", ".-X"]
         counts.setdefault("", [0, 0, 0])[2] += 1  # conlleval's lastCorrectType after a blank line
     per_type = {  # like conlleval, only types of found chunks (normally all types)
-        typ: TypeScores(*_prf(c, p, g), n_gold=g, n_pred=p, n_correct=c)
-        for typ, (g, p, c) in sorted(counts.items())
-        if g or p
+        typ: TypeScores.of(c, p, g) for typ, (g, p, c) in sorted(counts.items()) if g or p
     }
-    n_gold = sum(c[0] for c in counts.values())
-    n_pred = sum(c[1] for c in counts.values())
-    n_correct = sum(c[2] for c in counts.values())
+    n_gold, n_pred, n_correct = (sum(c[k] for c in counts.values()) for k in range(3))
+    overall = TypeScores.of(n_correct, n_pred, n_gold)  # the scores of every chunk
     return ChunkScores(
-        *_prf(n_correct, n_pred, n_gold),
-        accuracy=100.0 * n_agree / n_tokens if n_tokens else 0.0,
-        n_gold=n_gold,
-        n_pred=n_pred,
-        n_correct=n_correct,
+        **asdict(overall),
+        accuracy=_percent(n_agree, n_tokens),
         n_tokens=n_tokens,
         per_type=per_type,
     )

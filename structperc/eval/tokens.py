@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-from structperc.eval.chunks import TypeScores, _check_lengths, _prf
+from structperc.eval.chunks import TypeScores, _check_lengths, _percent
 
 __all__ = ["TokenScores", "token_scores"]
 
@@ -43,11 +43,7 @@ class TokenScores:
         lines = [f"processed {self.n_tokens} tokens; correct: {self.n_correct}."]
         if self.n_tokens:
             lines.append(f"accuracy: {self.accuracy:6.2f}%; macro FB1: {self.macro_f1:6.2f}")
-        for name, s in self.per_label.items():
-            lines.append(
-                f"{name:>17}: precision: {s.precision:6.2f}%; recall: {s.recall:6.2f}%; "
-                f"FB1: {s.f1:6.2f}  {s.n_pred}"
-            )
+        lines += [s.line(name) for name, s in self.per_label.items()]
         return "\n".join(lines)
 
 
@@ -61,14 +57,14 @@ def token_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -
         n_gold.update(g_doc)
         n_pred.update(p_doc)
         n_right.update(g for g, p in zip(g_doc, p_doc, strict=True) if g == p)
-    per_label = {}
-    for label in sorted(n_gold.keys() | n_pred.keys()):
-        p, r, f = _prf(n_right[label], n_pred[label], n_gold[label])
-        per_label[label] = TypeScores(p, r, f, n_gold[label], n_pred[label], n_right[label])
+    per_label = {
+        label: TypeScores.of(n_right[label], n_pred[label], n_gold[label])
+        for label in sorted(n_gold.keys() | n_pred.keys())
+    }
     tokens, right = sum(n_gold.values()), sum(n_right.values())
     macro = sum(s.f1 for s in per_label.values()) / len(per_label) if per_label else 0.0
     return TokenScores(
-        accuracy=100.0 * right / tokens if tokens else 0.0,
+        accuracy=_percent(right, tokens),
         macro_f1=macro,
         n_tokens=tokens,
         n_correct=right,

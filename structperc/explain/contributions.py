@@ -10,7 +10,8 @@ with a label, a label pair or a tag combination (the column).  The structures al
 sparse difference Φ(x, y') − Φ(x, z) (``Structure.delta``, a ``model.updates.SparseDelta``), so an
 explanation is that delta read against the weights: ``contributions`` groups its entries by
 feature, each with its terms (target, value, weight), and the sum of every contribution is the
-margin, to rounding.  A ``Namer`` turns rows and columns into names (``names.py``).
+margin, to rounding (``Explained``: what an explanation holding them shares).  A ``Namer``
+turns rows and columns into names (``names.py``).
 """
 
 from __future__ import annotations
@@ -96,3 +97,25 @@ def contributions(
 def total(items: list[Contribution]) -> float:
     """Σ of the contributions (the margin they explain)."""
     return float(sum(c.contribution for c in items))
+
+
+class Explained:
+    """What an explanation shares whose ``contributions`` (largest first) add up to its
+    margin: their sum, and their JSON."""
+
+    contributions: list[Contribution]
+
+    @property
+    def explained(self) -> float:
+        """Σ of the contributions: the margin, to rounding."""
+        return total(self.contributions)
+
+    def contributions_json(self, top: int | None) -> dict:
+        """The ``top`` contributions (None: all) as JSON objects, and the count and sum of the
+        rest."""
+        shown = self.contributions if top is None else self.contributions[:top]
+        rest = self.contributions[len(shown) :]
+        return {
+            "contributions": [c.to_json() for c in shown],
+            "other_contributions": {"count": len(rest), "sum": total(rest)},
+        }

@@ -15,6 +15,7 @@ strings); columns are what a feature's weight is for:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 TRANSITION = "transition"  # the row name of a shared transition matrix (edges=False)
@@ -40,14 +41,9 @@ class TableNamer:
         self.labels = list(labels)
         self.features = features
         self.edges = edges
-        self._names: dict[tuple[str, int], str] = {}  # (names repeat across explanations)
-        self._targets: dict[tuple[str, int], str] = {}
-
-    def feature(self, table: str, row: int) -> str:
-        key = (table, row)
-        if key not in self._names:
-            self._names[key] = self._feature(table, row)
-        return self._names[key]
+        # names repeat across explanations: each is made once
+        self.feature: Callable[[str, int], str] = functools.cache(self._feature)
+        self.target: Callable[[str, int], str] = functools.cache(self._target)
 
     def _feature(self, table: str, row: int) -> str:
         if table == "edge" and not self.edges:
@@ -55,12 +51,6 @@ class TableNamer:
         if table == "base":
             return BASE
         return self.features[table](row)
-
-    def target(self, table: str, column: int) -> str:
-        key = (table, column)
-        if key not in self._targets:
-            self._targets[key] = self._target(table, column)
-        return self._targets[key]
 
     def _target(self, table: str, column: int) -> str:
         if table == "node":

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from structperc.explain.contributions import Contribution, Namer, Term, contributions, total
+from structperc.explain.contributions import Contribution, Explained, Namer, Term, contributions
 from structperc.explain.names import BASE
 from structperc.structures.candidates import CandidateList, RankingBatch
 
 
 @dataclass
-class RankingExplanation:
+class RankingExplanation(Explained):
     """A unit's list: the winner's and runner-up's rows, every candidate's F, the features."""
 
     winner: int
@@ -30,13 +30,9 @@ class RankingExplanation:
     margin: float | None
     contributions: list[Contribution] = field(default_factory=list)
 
-    @property
-    def explained(self) -> float:
-        return total(self.contributions)
-
     def to_json(self, top: int | None = 10) -> dict:
-        shown = self.contributions if top is None else self.contributions[:top]
-        rest = self.contributions[len(shown) :]
+        """A JSON object with every candidate's scores, the ``top`` contributions (None: all)
+        and the rest's sum."""
         best = self.scores[self.winner]
         return {
             "winner": self.winner,
@@ -46,8 +42,7 @@ class RankingExplanation:
                 {"row": k, "score": s, "first_model_score": b, "margin_to_winner": best - s}
                 for k, (s, b) in enumerate(zip(self.scores, self.base, strict=True))
             ],
-            "contributions": [c.to_json() for c in shown],
-            "other_contributions": {"count": len(rest), "sum": total(rest)},
+            **self.contributions_json(top),
         }
 
 

@@ -18,6 +18,7 @@ non-local alike) add up to it.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 import torch
@@ -25,13 +26,13 @@ from torch import Tensor
 
 from structperc.decode.max_marginals import max_marginals
 from structperc.decode.scores import path_scores
-from structperc.explain.contributions import Contribution, Namer, contributions, total
+from structperc.explain.contributions import Contribution, Explained, Namer, contributions
 from structperc.structures.chain import ChainStructure
 from structperc.structures.rescoring import DocumentBatch, DocumentRescoring
 
 
 @dataclass
-class TokenExplanation:
+class TokenExplanation(Explained):
     """One token's label against its runner-up.
 
     position: the token's index in its document; token: its text.
@@ -50,15 +51,8 @@ class TokenExplanation:
     contributions: list[Contribution] = field(default_factory=list)
     in_candidates: bool = True
 
-    @property
-    def explained(self) -> float:
-        """Σ of the contributions: the margin, to rounding."""
-        return total(self.contributions)
-
     def to_json(self, top: int | None = 10) -> dict:
         """A JSON object with the ``top`` contributions (None: all) and the rest's sum."""
-        shown = self.contributions if top is None else self.contributions[:top]
-        rest = self.contributions[len(shown) :]
         return {
             "position": self.position,
             "token": self.token,
@@ -67,8 +61,7 @@ class TokenExplanation:
             "margin": self.margin,
             "runner_up_changes": {str(p): label for p, label in self.changed.items()},
             "in_candidates": self.in_candidates,
-            "contributions": [c.to_json() for c in shown],
-            "other_contributions": {"count": len(rest), "sum": total(rest)},
+            **self.contributions_json(top),
         }
 
 
@@ -124,21 +117,56 @@ def explained_paths(
     return out
 
 
-def _token_explanation(t, tokens, labels, predicted, runner_up, margin_items, in_candidates=True):
-    changed = {
-        u: labels[z] for u, (y, z) in enumerate(zip(predicted, runner_up, strict=True)) if y != z
-    }
-    margin, items = margin_items
-    return TokenExplanation(
-        t,
-        tokens[t],
-        labels[predicted[t]],
-        labels[runner_up[t]],
-        margin,
-        changed,
-        items,
-        in_candidates,
-    )
+def _local_runner_up(mm, t: int, label: int, device) -> Tensor | None:
+    """The chain's best labeling [T] with another label than ``label`` at ``t`` (the
+    max-marginal path through the best other one), or None where there is none (one label, or
+    the constraints allow no other)."""
+    scores = mm.scores[t].clone()  # [L]
+    scores[label] = float("-inf")
+    r = int(scores.argmax())
+    if scores[r] > float("-inf"):
+        return torch.tensor(mm.path_through(t, r), device=device)
+    return None
+
+
+def _explanations(
+    scorer,
+    batch,
+    predicted: Tensor,
+    runners: dict[int, Tensor],
+    namer: Namer,
+    tokens: list[str],
+    labels: list[str],
+    where: Iterable[int],
+    outside: Collection[int] = (),
+) -> list[TokenExplanation]:
+    """The explanation of each token at ``where`` of the one document of ``batch`` (its
+    ``tokens``, the model's ``labels``): against its runner-up in ``runners``
+    (``explained_paths``), or without one where it has none; ``outside``: the positions whose
+    runner-up is not among the candidates the model chose from."""
+    explained = explained_paths(scorer, batch, predicted, runners, namer)
+    pred = predicted.tolist()
+    out = []
+    for t in where:
+        if t not in runners:
+            out.append(TokenExplanation(t, tokens[t], labels[pred[t]], None, None))
+            continue
+        z = runners[t].tolist()
+        changed = {u: labels[b] for u, (a, b) in enumerate(zip(pred, z, strict=True)) if a != b}
+        margin, items = explained[t]
+        out.append(
+            TokenExplanation(
+                t,
+                tokens[t],
+                labels[pred[t]],
+                labels[z[t]],
+                margin,
+                changed,
+                items,
+                t not in outside,
+            )
+        )
+    return out
 
 
 @torch.no_grad()
@@ -161,20 +189,11 @@ def explain_chain(
     where = range(len(pred)) if positions is None else positions
     runners = {}
     for t in where:
-        scores = mm.scores[t].clone()
-        scores[pred[t]] = float("-inf")
-        r = int(scores.argmax())
-        if scores[r] > float("-inf"):  # else one label, or the constraints allow no other
-            runners[t] = torch.tensor(mm.path_through(t, r), device=predicted.device)
-    explained = explained_paths(scorer or structure, batch, predicted, runners, namer)
-    out = []
-    for t in where:
-        if t not in runners:
-            out.append(TokenExplanation(t, tokens[t], labels[pred[t]], None, None))
-            continue
-        z = runners[t].tolist()
-        out.append(_token_explanation(t, tokens, labels, pred, z, explained[t]))
-    return pred, out
+        z = _local_runner_up(mm, t, pred[t], predicted.device)
+        if z is not None:
+            runners[t] = z
+    scorer = scorer or structure
+    return pred, _explanations(scorer, batch, predicted, runners, namer, tokens, labels, where)
 
 
 @torch.no_grad()
@@ -200,19 +219,11 @@ def explain_rescoring(
             scores = torch.where(other, cands.total, torch.full_like(cands.total, float("-inf")))
             runners[t] = cands.paths[int(scores.argmax())]
             continue
-        local = mm.scores[t].clone()  # every candidate agrees here: the best local labeling
-        local[pred[t]] = float("-inf")  # with another label
-        r = int(local.argmax())
-        if local[r] > float("-inf"):
-            runners[t] = torch.tensor(mm.path_through(t, r), device=predicted.device)
+        # every candidate agrees here: the best local labeling with another label
+        z = _local_runner_up(mm, t, pred[t], predicted.device)
+        if z is not None:
+            runners[t] = z
             outside.add(t)
-    explained = explained_paths(scorer or structure, batch, predicted, runners, namer)
-    out = []
-    for t in where:
-        if t not in runners:
-            out.append(TokenExplanation(t, tokens[t], labels[pred[t]], None, None))
-            continue
-        z = runners[t].tolist()
-        item = _token_explanation(t, tokens, labels, pred, z, explained[t], t not in outside)
-        out.append(item)
+    scorer = scorer or structure
+    out = _explanations(scorer, batch, predicted, runners, namer, tokens, labels, where, outside)
     return pred, out

@@ -307,25 +307,10 @@ def add_expectations(
     return errors
 
 
-@njit(cache=True)
-def nll_gradient(
-    doc_offsets,
-    ids,
-    offsets,
-    values,
-    weighted,
-    labels,
-    node,
-    trans,
-    grad_node,
-    grad_trans,
-    total0=0.0,
-):  # pragma: no cover - jit
-    """``targets_nll_gradient`` of gold labels (every token known), no offset."""
-    return targets_nll_gradient(
-        doc_offsets, ids, offsets, values, weighted, labels, node, trans, grad_node, grad_trans,
-        total0, NO_OFFSET, NO_ALLOWED,
-    )  # fmt: skip
+def nll_gradient(*arrays, total0: float = 0.0):
+    """``targets_nll_gradient`` of gold labels (every token known), no offset: ``arrays`` its
+    first ten arguments (``doc_offsets`` ... ``grad_trans``)."""
+    return targets_nll_gradient(*arrays, total0, NO_OFFSET, NO_ALLOWED)
 
 
 @njit(cache=True)

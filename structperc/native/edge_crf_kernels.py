@@ -36,7 +36,7 @@ from structperc.decode.underflow import RESCUE
 
 
 # numba caches a compiled function by its own file: a kernel module calls none of another's
-# (tests/test_architecture.py), so these two small helpers are this module's own.
+# (tests/test_architecture.py), so these small helpers are this module's own.
 @njit(cache=True)
 def log_sum_exp(x, n):  # pragma: no cover - jit
     """log sum_k exp(x[k]) over the first n entries (-inf when all are -inf)."""
@@ -60,6 +60,14 @@ def longest_document(doc_offsets):  # pragma: no cover - jit
 
 
 @njit(cache=True)
+def entries(f, row_ptr, n_node):  # pragma: no cover - jit
+    """Where feature f's kept parameters lie (module docstring): its node entries first:split,
+    then its edge entries split:last."""
+    first = row_ptr[f]
+    return first, first + n_node[f], row_ptr[f + 1]
+
+
+@njit(cache=True)
 def document_scores(
     t0, T, ids, offsets, values, weighted, row_ptr, n_node, cols, params, S, phi, labels
 ):  # pragma: no cover - jit
@@ -76,12 +84,11 @@ def document_scores(
         for k in range(offsets[t0 + t], offsets[t0 + t + 1]):
             f = ids[k]
             v = float(values[k]) if weighted else 1.0
-            first = row_ptr[f]
-            split = first + n_node[f]
+            first, split, last = entries(f, row_ptr, n_node)
             for p in range(first, split):
                 S[t, cols[p]] += v * params[p]
             if t > 0:
-                for p in range(split, row_ptr[f + 1]):
+                for p in range(split, last):
                     phi[t, cols[p] - L] += v * params[p]
         y = labels[t0 + t]
         if t > 0:
@@ -238,11 +245,10 @@ def edge_nll_gradient(
             for k in range(offsets[t0 + t], offsets[t0 + t + 1]):
                 f = ids[k]
                 v = float(values[k]) if weighted else 1.0
-                first = row_ptr[f]
-                split = first + n_node[f]
+                first, split, last = entries(f, row_ptr, n_node)
                 for p in range(first, split):
                     grad[p] += v * S[t, cols[p]]
                 if t > 0:
-                    for p in range(split, row_ptr[f + 1]):
+                    for p in range(split, last):
                         grad[p] += v * G[t, cols[p] - L]
     return total, errors

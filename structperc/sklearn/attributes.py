@@ -24,10 +24,11 @@ from structperc.sklearn.items import (  # noqa: F401 - the item format, as this 
     item_attributes,
     sequence_attributes,
 )
-from structperc.sklearn.reading import FrozenIndex, GrowingIndex, read_block, read_blocks
+from structperc.sklearn.occurrences import Occurrences
+from structperc.sklearn.reading import AttributeTable, FrozenIndex, GrowingIndex, read_block
 
 
-class AttributeDictionary:
+class AttributeDictionary(AttributeTable):
     """Attribute names -> ids, frozen on the training items (module docstring).
 
     names: the kept names, id = position (first appearance in training).
@@ -48,56 +49,33 @@ class AttributeDictionary:
 
     @classmethod
     def fit(cls, X: Iterable[Sequence], min_freq: float = 0.0) -> AttributeDictionary:
-        """The attributes of the items of ``X`` seen more than ``min_freq`` times."""
-        return cls.fit_transform(X, min_freq)[0]
+        """The attributes of the items of ``X`` seen more than ``min_freq`` times (``grown``
+        from an empty dictionary)."""
+        return cls().grown(X, min_freq)[0]
 
-    @classmethod
-    def fit_transform(
-        cls,
-        X: Iterable[Sequence],
-        min_freq: float = 0.0,
-        name: str = "X",
-        jobs: int = 1,
-        numbers: Sequence[int] | None = None,
-    ) -> tuple[AttributeDictionary, FeatureMatrix, torch.Tensor | None]:
-        """``fit`` and ``transform`` of the training items in one reading of them.  ``X``: any
-        iterable of sequences, read once; ``numbers``: what each sequence of ``X`` is called
-        in messages (``name[numbers[k]]``; default its position), filled in as ``X`` is read if
-        the caller wishes.  ``jobs`` > 1 reads consecutive blocks of a list ``X`` in that many
-        forked processes (Linux) and merges their dictionaries in block order, which keeps
-        every name's first appearance: the same dictionary and matrix as one process."""
-        return cls().grown(X, min_freq, name, jobs, numbers)
+    def _growing(self) -> tuple[GrowingIndex, type[GrowingIndex]]:
+        """The names held, giving the new ones the next ids; a forked reader's from none."""
+        return GrowingIndex(self.names), GrowingIndex
 
-    def grown(
-        self,
-        X: Iterable[Sequence],
-        min_freq: float = 0.0,
-        name: str = "X",
-        jobs: int = 1,
-        numbers: Sequence[int] | None = None,
-    ) -> tuple[AttributeDictionary, FeatureMatrix, torch.Tensor | None]:
-        """This dictionary with the names new in the items of ``X`` appended (those seen more
-        than ``min_freq`` times in X, in order of first appearance), and X's matrix over it;
-        the names it holds keep their ids, whatever their count in X (``fit_transform``'s
-        arguments)."""
-        index = GrowingIndex(self.names)
-        found = read_blocks(X, name, jobs, index, GrowingIndex, numbers, count=min_freq > 0)
+    def _kept(
+        self, index: GrowingIndex, found: Occurrences, min_freq: float
+    ) -> AttributeDictionary:
+        """The dictionary of the names held (whatever their count) and the new ones seen more
+        than ``min_freq`` times, in order of first appearance; the ids in ``found`` renumbered
+        to it (the names held keep theirs)."""
         names = index.names()
         if min_freq > 0:
-            seen = np.zeros(len(names), np.int64)  # [A] occurrences of each name in X
-            counted = found.counts[: len(names)]
-            seen[: len(counted)] = counted
-            keep = seen > min_freq
+            keep = found.counted(len(names)) > min_freq  # [A]
             keep[: len(self)] = True
             if not keep.all():
                 found.keep_only(np.where(keep, np.cumsum(keep) - 1, -1))
                 names = [n for n, k in zip(names, keep.tolist(), strict=True) if k]
-        return (type(self)(names), *found.matrix())
+        return type(self)(names)
 
     def transform(
         self, X: Iterable[Sequence], name: str = "X", numbers: Sequence[int] | None = None
     ) -> tuple[FeatureMatrix, torch.Tensor | None]:
         """CSR features of the sequences of ``X`` (ids [nnz] int32, offsets [N + 1], the
         sequences as documents) and their values [nnz] float32 where some value is not 1
-        (else None: the binary path); ``numbers`` as ``fit_transform``'s."""
+        (else None: the binary path); ``numbers`` as ``grown``'s."""
         return read_block(X, name, FrozenIndex(self.index), numbers=numbers).matrix()

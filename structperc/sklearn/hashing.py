@@ -16,14 +16,15 @@ row "#<row>", and ``row_of`` gives a name's row.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from hashlib import blake2b
 
 import numpy as np
 import torch
 
 from structperc.features.extract import FeatureMatrix
-from structperc.sklearn.reading import read_block, read_blocks
+from structperc.sklearn.occurrences import Occurrences
+from structperc.sklearn.reading import AttributeTable, read_block
 
 HASH = "blake2b-64"  # the model's record of how its rows were hashed
 MAX_BITS = 30  # a table of 2^30 rows x L labels is already 4 L GiB of float32
@@ -63,7 +64,7 @@ class HashedRows(dict):
         return None
 
 
-class HashedAttributes:
+class HashedAttributes(AttributeTable):
     """The attributes of a hashed model: 2^``hash_bits`` rows, no names (module docstring);
     ``AttributeDictionary``'s interface."""
 
@@ -81,26 +82,18 @@ class HashedAttributes:
     def name_of(self, row: int) -> str:
         return f"#{row}"
 
-    def grown(
-        self,
-        X: Iterable[Sequence],
-        min_freq: float = 0.0,
-        name: str = "X",
-        jobs: int = 1,
-        numbers: Sequence[int] | None = None,
-    ) -> tuple[HashedAttributes, FeatureMatrix, torch.Tensor | None]:
-        """Itself (the rows are fixed) and the matrix of the items of ``X``, the occurrences
-        of rows seen ``min_freq`` times or fewer in X left out (``AttributeDictionary.grown``'s
-        arguments)."""
+    def _growing(self) -> tuple[HashedRows, Callable[[], HashedRows]]:
+        """The rows of the names (a forked reader's likewise): the table does not grow."""
         bits = self.hash_bits
-        rows = HashedRows(bits)
-        found = read_blocks(X, name, jobs, rows, lambda: HashedRows(bits), numbers, min_freq > 0)
+        return HashedRows(bits), lambda: HashedRows(bits)
+
+    def _kept(self, index: HashedRows, found: Occurrences, min_freq: float) -> HashedAttributes:
+        """Itself (the rows are fixed), the occurrences of rows seen ``min_freq`` times or
+        fewer left out of ``found``."""
         if min_freq > 0:
-            seen = np.zeros(len(self), np.int64)  # [2^bits] occurrences of each row in X
-            counted = found.counts[: len(self)]
-            seen[: len(counted)] = counted
+            seen = found.counted(len(self))  # [2^bits]
             found.keep_only(np.where(seen > min_freq, np.arange(len(self)), -1))
-        return (self, *found.matrix())
+        return self
 
     def transform(
         self, X: Iterable[Sequence], name: str = "X", numbers: Sequence[int] | None = None

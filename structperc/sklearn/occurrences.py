@@ -183,6 +183,14 @@ class Occurrences:
         if counts is not None and self.counts is not None:
             self._add_counts(np.arange(len(counts)) if to_global is None else to_global, counts)
 
+    def counted(self, n: int) -> np.ndarray:
+        """[n] int64: the occurrences of each of the ids 0 ... n - 1 (0 for an id not read);
+        ``count=True``."""
+        seen = np.zeros(n, np.int64)
+        counted = self.counts[:n]
+        seen[: len(counted)] = counted
+        return seen
+
     def keep_only(self, new_id: np.ndarray) -> None:
         """Renumber every id i as ``new_id[i]`` [A] and leave out those with -1, in place."""
         self.flush()

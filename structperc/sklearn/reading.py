@@ -10,7 +10,9 @@ An *index* turns attribute names into ids; three kinds read the face's items:
 ``read_block`` reads an iterable of sequences once; ``read_blocks`` reads consecutive blocks of
 a list in forked processes (Linux) and merges them in block order, renumbering each block's
 names in the order the blocks list them, which keeps every name's first appearance: the same
-ids and matrix as one process.
+ids and matrix as one process.  ``AttributeTable.grown`` is how a table of the face's
+attributes (``attributes.AttributeDictionary``, ``hashing.HashedAttributes``) reads its
+training items through them.
 """
 
 from __future__ import annotations
@@ -18,13 +20,18 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from structperc.forking import Child, ChildError, can_fork
 from structperc.sklearn.items import sequence_attributes
 from structperc.sklearn.occurrences import Occurrences
+
+if TYPE_CHECKING:
+    import torch
+
+    from structperc.features.extract import FeatureMatrix
 
 FORK_MIN_SEQUENCES = 500  # a forked reader's least share of the sequences
 
@@ -129,3 +136,35 @@ def read_blocks(
             counts = None if counts is None else counts[: len(names)]
         merged.merge(arrays, to_global, counts)
     return merged
+
+
+class AttributeTable:
+    """What the face's tables of attributes share: the reading of training items through an
+    index that the table grows from (``_growing``), and what it keeps of them (``_kept``)."""
+
+    def grown(
+        self,
+        X: Iterable[Sequence],
+        min_freq: float = 0.0,
+        name: str = "X",
+        jobs: int = 1,
+        numbers: Sequence[int] | None = None,
+    ) -> tuple[AttributeTable, FeatureMatrix, torch.Tensor | None]:
+        """The table with what is new in the items of ``X`` (seen more than ``min_freq`` times
+        in X), and X's matrix over it (the table's ``transform``'s).  ``X``: any iterable of
+        sequences, read once; ``numbers``: what each sequence of ``X`` is called in messages
+        (``name[numbers[k]]``; default its position), filled in as ``X`` is read if the caller
+        wishes.  ``jobs`` > 1 reads consecutive blocks of a list ``X`` in that many forked
+        processes (``read_blocks``): the same table and matrix as one process."""
+        index, fresh = self._growing()
+        found = read_blocks(X, name, jobs, index, fresh, numbers, count=min_freq > 0)
+        return (self._kept(index, found, min_freq), *found.matrix())
+
+    def _growing(self) -> tuple[Index, Callable[[], Index]]:
+        """The index that reads new items into this table, and a forked reader's fresh one."""
+        raise NotImplementedError
+
+    def _kept(self, index: Index, found: Occurrences, min_freq: float) -> AttributeTable:
+        """The table after ``found`` was read through ``index``, the occurrences of what it
+        does not keep (seen ``min_freq`` times or fewer) left out of ``found``."""
+        raise NotImplementedError

@@ -16,8 +16,9 @@ What they share, through functions (no task calls another's driver):
 
     registry.py    name -> builder + driver, the headline metric, whether it runs distributed
     inputs.py      what builders read in common: the corpus, local features and their cache key
-    training.py    the train-and-report skeleton (``TrainingRun``, ``ModelSettings``,
-                   ``EpochReporter``), and the training loop's names for the tasks
+    training.py    the train-and-report skeleton (``TrainingRun``, ``RunSettings``,
+                   ``ModelSettings``, ``EpochReporter``), and the training loop's names for the
+                   tasks
     report.py      what they write after training: results.json, conlleval's scores
     labeler.py     a sequence labeler trained, scored and saved (tagging, tagchunk's chains)
     structure.py   ``labeler_structure``: a new labeler's structure and weights

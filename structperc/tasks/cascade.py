@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -37,7 +37,14 @@ from structperc.tasks.inputs import chunking_corpus
 from structperc.tasks.pos_np import log_test, paper_name, scores, write_predictions
 from structperc.tasks.registry import task
 from structperc.tasks.report import timed
-from structperc.tasks.training import EpochLog, FitResult, FitSettings, TrainingRun, history_rows
+from structperc.tasks.training import (
+    EpochLog,
+    FitResult,
+    FitSettings,
+    RunSettings,
+    TrainingRun,
+    history_rows,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,19 +68,14 @@ class ChainModel:
         return [[labels[i] for i in p] for p in ids]
 
 
-@dataclass(frozen=True)
-class CascadeSettings:
-    """What a cascade run needs: the corpus (``train`` and ``test``), the learner of both chains,
-    the training loop's settings, the features' count cutoff (``min_count``), the decoding
-    batch, the test predictions' file and the run's settings (``hparams``)."""
+@dataclass(frozen=True, kw_only=True)
+class CascadeSettings(RunSettings):
+    """What a cascade run needs: the common settings (``RunSettings``; ``corpus`` with
+    ``train`` and ``test``, ``learner`` the learner of both chains) and the features' count
+    cutoff (``min_count``)."""
 
-    corpus: dict[str, list[Document]]
-    learner: object
-    fit: FitSettings
     min_count: int = 1
     batch_size: int = 32
-    write_predictions: bool = True
-    hparams: dict = field(default_factory=dict)
 
 
 def cascade_settings(config) -> CascadeSettings:

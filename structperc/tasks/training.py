@@ -39,6 +39,7 @@ __all__ = [
     "FitResult",
     "FitSettings",
     "ModelSettings",
+    "RunSettings",
     "TrainingRun",
     "fit",
     "history_rows",
@@ -48,20 +49,27 @@ log = logging.getLogger("structperc")
 
 
 @dataclass(frozen=True, kw_only=True)
-class ModelSettings:
-    """What the settings of a task that trains one model hold in common (its frozen dataclass
-    adds its own): the corpus's splits, the learner (trained in place), the training loop's
-    settings (``fit``), evaluate every ``eval_every`` epochs (0: never), the decoding batch,
-    whether to write the predictions, the run's settings for results.json and TensorBoard
-    (``hparams``), a checkpoint after every epoch and whether to resume from it."""
+class RunSettings:
+    """What the settings of a task that trains its models with one learner hold in common (its
+    frozen dataclass adds its own): the corpus's splits, the learner (trained in place), the
+    training loop's settings (``fit``), the decoding batch, whether to write the predictions,
+    and the run's settings for results.json and TensorBoard (``hparams``)."""
 
     corpus: dict[str, list[Document]]
     learner: object
     fit: FitSettings
-    eval_every: int = 1
     batch_size: int = 64
     write_predictions: bool = True
     hparams: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSettings(RunSettings):
+    """What the settings of a task that trains one model hold in common: ``RunSettings``, and
+    evaluate every ``eval_every`` epochs (0: never), a checkpoint after every epoch and whether
+    to resume from it (``TrainingRun.fit_model``)."""
+
+    eval_every: int = 1
     checkpoint: bool = True
     resume: bool = False
 

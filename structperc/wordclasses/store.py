@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 TOKENISER_VERSION = 1  # bump when tokens.conll_tokens changes what it returns
 BROWN_VERSION = "brown_merges 1"  # bump when brown.py / brown_merges.py change their paths
 DEFAULT_CACHE_DIR = ".cache/wordclasses"
+WORD2VEC = ("min_count", "architecture", "vector_size", "window", "epochs", "negative", "seed")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +101,12 @@ class WordClassSettings:
     def attributes(self) -> list[str]:
         return attribute_names(self.kmeans, bool(self.brown), self.brown_prefixes)
 
+    @property
+    def word2vec(self) -> dict:
+        """word2vec's settings: ``vectors.train_vectors``'s keywords, and what the vectors'
+        cache key holds of the settings."""
+        return {f: getattr(self, f) for f in WORD2VEC}
+
 
 @functools.lru_cache(maxsize=64)
 def _sha256(path: str, size: int, mtime_ns: int) -> str:
@@ -131,11 +138,7 @@ def identities(settings: WordClassSettings) -> dict:
     if settings.kmeans:
         vec = {
             **text,
-            "word2vec": {
-                f: getattr(settings, f)
-                for f in ("min_count", "architecture", "vector_size", "window", "epochs")
-            }
-            | {"negative": settings.negative, "seed": settings.seed},
+            "word2vec": settings.word2vec,
             "gensim": _version("gensim"),
         }
         out["vectors"] = vec
@@ -194,17 +197,7 @@ def _vectors(
         words = _read_json(meta_path)["words"]
         return words, load_tensors(tensor_path)["vectors"].numpy()
     t0 = time.perf_counter()
-    words, vectors = train_vectors(
-        text.sentences,
-        min_count=settings.min_count,
-        vector_size=settings.vector_size,
-        window=settings.window,
-        epochs=settings.epochs,
-        architecture=settings.architecture,
-        negative=settings.negative,
-        seed=settings.seed,
-        progress=progress,
-    )
+    words, vectors = train_vectors(text.sentences, **settings.word2vec, progress=progress)
     seconds = time.perf_counter() - t0
     log.info("word classes: word2vec on %d words in %.0f s", len(words), seconds)
     atomic_save_tensors(tensor_path, {"vectors": torch.from_numpy(vectors)})
