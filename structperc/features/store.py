@@ -22,12 +22,13 @@ a whole large folio of the page cache (Linux 6.x), so each document visited at r
 every 64 cost 0.18 s more per 20,000 random documents of the 4x file than releasing never
 (the releases and the faults again): 9 us a document, about 0.4 us a token of 21-token ones.
 
-A loop that visits documents at random reads them without the maps (``MatrixFiles``): two
-``pread`` calls copy a document's offsets and ids from the page cache into fresh arrays, so no
-page is mapped into the process and no large folio is faulted (``model.batch.document_batch``
-takes that path for a matrix read from disk).  Measured on the 4x silver corpus (733k tokens,
-35k documents), a shuffled perceptron epoch took 12.6-12.8 s through the maps (faulting and
-releasing ~86 us a document) against 9.6-9.8 s in memory.
+A loop that visits documents at random reads them without the maps (``MatrixFiles``): three
+``pread`` calls copy a document's bounds, offsets and ids from the page cache into fresh
+arrays, so no page is mapped into the process and no large folio is faulted
+(``model.batch.document_batch`` takes that path for a matrix read from disk).  Measured on the
+4x silver corpus (733k tokens, 35k documents, another job on the other core), a shuffled
+perceptron epoch took 12.6-12.8 s through the maps against 9.6-9.8 s in memory, and 9.6 s by
+``pread``.
 
 Files, not pickles: opening a matrix never runs code.  A writer's files appear under their
 names only when it is closed.
