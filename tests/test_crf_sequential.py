@@ -185,7 +185,17 @@ def test_auto_scan(monkeypatch):
     monkeypatch.setattr(crf_learner, "numba_available", lambda: False)
     assert CRF().resolved(edges=False, mapped=True).scan == "scaled"
     monkeypatch.undo()
+    # without edge features the compiled objective (and SGD's compiled epochs) in memory too,
+    # unless transition constraints are on (the kernels have none)
+    assert CRF().resolved(edges=False).scan == compiled.replace("sequential", "scaled")
+    assert CRF(optimizer="sgd").resolved(edges=False).scan == compiled.replace(
+        "sequential", "scaled"
+    )
+    assert CRF().resolved(edges=False, constrained=True).scan == "scaled"
+    assert CRF().resolved(edges=True, mapped=True, constrained=True).scan == "sequential"
+    monkeypatch.setattr(crf_learner, "numba_available", lambda: False)
     assert CRF().resolved(edges=False).scan == "scaled"
+    monkeypatch.undo()
     assert CRF(optimizer="sgd").resolved(edges=True).scan == "scaled"
     assert CRF(scan="log").resolved(edges=True).scan == "log"
     assert CRF(scan="sequential").resolved(edges=False).scan == "sequential"
@@ -193,6 +203,21 @@ def test_auto_scan(monkeypatch):
     assert CRF().resolved(edges=True, device="cuda").scan == "scaled"
     with pytest.raises(ValueError, match="unknown scan 'tree'"):
         CRF(scan="tree")._validate()
+
+
+def test_the_compiled_objective_refuses_transition_constraints():
+    """The kernels have no transition constraints: ``scan="compiled"`` with
+    ``decoder.constraints`` is an error naming the way out (``auto`` takes a torch scan)."""
+    from structperc.learn.fitting import FitSettings
+    from structperc.model.updates import Updater
+    from structperc.structures.chain import ChainData
+
+    features, labels, _ = toy_problem(3, docs=4)
+    weights = random_weights(12, ["O", "B-X", "I-X"], edges=False)
+    structure = ChainStructure(weights, constraints="iob2")
+    data = ChainData(features, labels)
+    with pytest.raises(ValueError, match="no transition constraints"):
+        CRF(scan="compiled").fit(structure, Updater(weights), data, FitSettings(max_epochs=1))
 
 
 @pytest.mark.parametrize("edges", [True, False])
