@@ -272,7 +272,8 @@ def attribute_lists(feats, docs, training: bool = False):
         first, end = int(offsets[token]), int(offsets[token + len(doc)])
         doc_ids = ids[first:end].tolist()
         bounds = (offsets[token : token + len(doc) + 1] - first).tolist()
-        rows = [[names[i] for i in doc_ids[a:b]] for a, b in zip(bounds[:-1], bounds[1:])]
+        pairs = zip(bounds[:-1], bounds[1:], strict=True)
+        rows = [[names[i] for i in doc_ids[a:b]] for a, b in pairs]
         token += len(doc)
         yield rows
 
