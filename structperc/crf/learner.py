@@ -181,7 +181,8 @@ class CRF(Learner):
         if mapped:
             log.warning(
                 "the CRF's %s scan holds every training token's scores in memory; a training "
-                "set read from disk streams with features.edges=false on a CPU (numba)",
+                "set read from disk streams through the compiled objective (a CPU with numba, "
+                "L-BFGS or features.edges=false, no decoder.constraints)",
                 "sequential" if edges and cpu else "scaled",
             )
         sequential = edges and self.optimizer == "lbfgs" and cpu
