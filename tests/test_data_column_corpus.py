@@ -293,3 +293,15 @@ def test_the_shipped_spanish_example_reads_as_the_readme_says():
     assert (len(corpus["train"]), len(corpus["dev"]), len(corpus["test"])) == (14, 2, 4)
     kinds = {t[2:] for d in corpus["train"] for t in d.tags if t != "O"}
     assert kinds == {"PERSONA", "LUGAR", "ORGANIZACION", "OBRA", "EVENTO"}
+
+
+def test_a_missing_file_named_over_a_preset_is_an_error_not_the_presets_corpus(tmp_path):
+    from hydra_runs import compose_config
+
+    from structperc.run import ComposedConfig
+    from structperc.tasks.inputs import load_columns
+
+    missing = tmp_path / "mine.txt"
+    cfg = compose_config(["+experiment=conll03_local", f"data.train={missing}"])
+    with pytest.raises(FileNotFoundError, match=r"data\.train=.*mine\.txt: no such file"):
+        load_columns(ComposedConfig(cfg, tmp_path))

@@ -65,7 +65,7 @@ def load_columns(config) -> tuple[dict[str, Sequence[Document]], ColumnFormat]:
     that ``streams`` is read into document stores (``data/corpus_stream.py``) under the cache
     folder and its splits are ``StoredDocuments``: lists in memory otherwise."""
     spec, data_dir = column_corpus(config), config.data_dir
-    if spec.name in HUB_REPOS:
+    if spec.name in HUB_REPOS and preset_files(spec):
         try:
             spec.files(data_dir)
         except FileNotFoundError:
@@ -76,6 +76,14 @@ def load_columns(config) -> tuple[dict[str, Sequence[Document]], ColumnFormat]:
     if streams(config, spec, data_dir):
         return stored_corpus(config, spec, data_dir)
     return spec.load(data_dir)
+
+
+def preset_files(spec: ColumnCorpus) -> bool:
+    """Whether every split file ``spec`` names is its preset's own (``<name>/<split>.txt``):
+    only then may missing files come from the hub.  A file the user named instead (``data.train=
+    mine.txt``) that is missing is an error naming it, never the preset's corpus in its place."""
+    given = {s: getattr(spec, s) for s in SPLITS if getattr(spec, s)}
+    return all(str(p) == f"{spec.name}/{s}.txt" for s, p in given.items())
 
 
 def streams(config, spec: ColumnCorpus, data_dir) -> bool:
