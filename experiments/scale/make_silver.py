@@ -1,12 +1,18 @@
 """Silver training corpora at 1x, 4x, 16x and 30x CoNLL-2003's training size.
 
-The source is the unlabeled English text of the data folder (``unlabeled/``: Reuters-21578
-first, then the ABC news, Brown, MASC and the other NLTK texts, in that order; see its
+The source is the unlabeled English text of the data folder (``unlabeled/``: Reuters-21578,
+the ABC news, Brown, MASC and the other NLTK texts; see its
 README), tagged by ``make run``'s model (the main job: the proposed algorithm with non-local
 features and word classes, its column tagger included).  No gold test data is used: these are
 the model's labels, a "silver" standard, as large as the text allows (about 6.8M tokens).
 
-Each corpus is a prefix of the tagged text in whole sentences, as two columns (token, IOB2
+Every size is drawn from the same mix of the sources: the tagged sentences of all of them are
+put in one seeded random order (``--seed``, default 0), and each corpus is the first whole
+sentences of that order that reach its size, so a smaller corpus is a subset of every larger
+one (1x within 4x within 16x within 30x) and the genres are in the same proportions at every
+size.  (Cutting prefixes of the sources in their order, as this script did first, made 1x and
+4x Reuters alone and 30x a mix with Brown and MASC, whose rarer vocabulary costs more per
+token: the curve then measured the genre as well as the size.)  Two columns (token, IOB2
 tag; a blank line after each sentence), read with ``data=columns 'data.columns=[token,ner]'``:
 
     size   tokens (at least)
@@ -17,7 +23,7 @@ tag; a blank line after each sentence), read with ``data=columns 'data.columns=[
 
 The tagging runs in pieces of ``--piece`` paragraphs through ``Tagger`` (one model load), so
 its memory is a piece's, and writes ``tagged.txt`` once (resumable: a finished source file is
-not tagged again), then cuts the prefixes.
+not tagged again), then cuts the corpora.
 
     .venv/bin/python experiments/scale/make_silver.py --out .cache/silver
 """
@@ -28,6 +34,7 @@ import argparse
 import gzip
 import json
 import os
+import random
 import time
 from pathlib import Path
 
@@ -113,20 +120,37 @@ def tag_source(tagger, path: Path, out: Path, piece: int) -> int:
     return sum(sizes)
 
 
-def cut(tagged: list[Path], target: int, out: Path) -> int:
-    """The first whole sentences of the tagged files holding at least ``target`` tokens."""
+def sentences(tagged: list[Path]) -> list[str]:
+    """Every sentence of the tagged files, as its lines with the blank line after it."""
+    out: list[str] = []
+    for path in tagged:
+        lines: list[str] = []
+        with open(path, encoding="utf-8") as src:
+            for line in src:
+                lines.append(line)
+                if not line.strip():
+                    if len(lines) > 1:
+                        out.append("".join(lines))
+                    lines = []
+        if len(lines) > 0 and any(x.strip() for x in lines):
+            out.append("".join(lines) + "\n")
+    return out
+
+
+def cut(pool: list[str], order: list[int], target: int, out: Path) -> int:
+    """The first whole sentences of ``pool`` in ``order`` holding at least ``target`` tokens,
+    written to ``out`` (atomically); returns their tokens."""
     n = 0
     with open(out.with_suffix(".part"), "w", encoding="utf-8") as f:
-        for path in tagged:
-            with open(path, encoding="utf-8") as src:
-                for line in src:
-                    f.write(line)
-                    if line.strip():
-                        n += 1
-                    elif n >= target:
-                        os.replace(out.with_suffix(".part"), out)
-                        return n
-    raise ValueError(f"the tagged text has {n} tokens, fewer than {target}")
+        for i in order:
+            f.write(pool[i])
+            n += pool[i].count("\n") - 1
+            if n >= target:
+                break
+    if n < target:
+        raise ValueError(f"the tagged text has {n} tokens, fewer than {target}")
+    os.replace(out.with_suffix(".part"), out)
+    return n
 
 
 def main() -> None:
@@ -136,6 +160,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(".cache/silver"))
     parser.add_argument("--piece", type=int, default=2000, help="paragraphs tagged at a time")
     parser.add_argument("--sizes", default=",".join(SIZES))
+    parser.add_argument("--seed", type=int, default=0, help="the sentences' random order")
     args = parser.parse_args()
     from structperc.inference.tagger import Tagger
 
@@ -151,10 +176,13 @@ def main() -> None:
             record["sources"][name] = {"tokens": n, "seconds": round(time.perf_counter() - t0, 1)}
             print(f"{name}: {n:,} tokens in {record['sources'][name]['seconds']} s", flush=True)
         tagged.append(target)
-    record["corpora"] = {}
+    pool = sentences(tagged)
+    order = list(range(len(pool)))
+    random.Random(args.seed).shuffle(order)
+    record["sentences"], record["seed"], record["corpora"] = len(pool), args.seed, {}
     for size in args.sizes.split(","):
         out = args.out / f"silver{size}.txt"
-        record["corpora"][size] = cut(tagged, SIZES[size] * CONLL03_TRAIN_TOKENS, out)
+        record["corpora"][size] = cut(pool, order, SIZES[size] * CONLL03_TRAIN_TOKENS, out)
         print(f"{out}: {record['corpora'][size]:,} tokens", flush=True)
     (args.out / "silver.json").write_text(json.dumps(record, indent=1) + "\n")
 
