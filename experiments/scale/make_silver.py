@@ -121,19 +121,17 @@ def tag_source(tagger, path: Path, out: Path, piece: int) -> int:
 
 
 def sentences(tagged: list[Path]) -> list[str]:
-    """Every sentence of the tagged files, as its lines with the blank line after it."""
+    """Every sentence of the tagged files, as its token lines and a blank line."""
     out: list[str] = []
     for path in tagged:
         lines: list[str] = []
         with open(path, encoding="utf-8") as src:
-            for line in src:
-                lines.append(line)
-                if not line.strip():
-                    if len(lines) > 1:
-                        out.append("".join(lines))
+            for line in [*src, "\n"]:  # (a last sentence without its blank line ends too)
+                if line.strip():
+                    lines.append(line)
+                elif lines:
+                    out.append("".join(lines) + "\n")
                     lines = []
-        if len(lines) > 0 and any(x.strip() for x in lines):
-            out.append("".join(lines) + "\n")
     return out
 
 
