@@ -77,6 +77,7 @@ def worker_structperc(cfg: dict, edges: bool = True) -> dict:
     labels = shared.labels
     del shared  # the perceptron's tables (111 MB): only its features and matrices are used here
     y = encode_labels(corpus["train"], labels)
+    mats["train"].groups = feats.lookup_groups()  # as extract_features gives them to a run
     # from zero, as a CRF run starts; edges=False: node features + a transition matrix
     device = cfg.get("device", "cpu")  # gpu_bench.py: "cuda"
     weights = ChainWeights(feats.num_features, labels, edges=edges).to(device)

@@ -9,6 +9,7 @@
                  (for the sequential scan), or one transition matrix (``features.edges=false``)
 ``sparse``       differentiable lookups X W with a transposed backward; the observed support
                  (``learner.support=observed``: the (feature, label) pairs seen in training)
+``factored``     the lookup as A (B W): each feature set that recurs across tokens summed once
 ``compiled``     ``learner.scan=compiled``: the objective, gradient and SGD epochs of a chain
                  with one transition matrix by ``native/crf_kernels.py`` (numba, CPU)
 

@@ -10,7 +10,9 @@ with a Gaussian prior (Chen & Rosenfeld 2000), as in Kazama & Torisawa's (2007) 
 The expectation is the marginals: the gradient of the chain's log-partition
 (``ChainStructure.nll``, by one of ``decode/marginals.py``'s scans; ``edges.py`` where the edges
 are written straight from the token scores), taken by autograd into the token scores; the
-transposed lookup (``sparse.py``) turns the per-token gradients into table gradients.  The
+transposed lookup (``sparse.py``; ``factored.py`` through the feature sets that recur across
+tokens, where the features say which those are) turns the per-token gradients into table
+gradients.  The
 documents go through the DP in buckets (``buckets.py``).
 """
 
@@ -23,7 +25,8 @@ from torch import Tensor
 
 from structperc.crf.buckets import Bucket
 from structperc.crf.edges import RowLayout, row_nll, transition_nll
-from structperc.crf.sparse import TransposedIndex, lookup
+from structperc.crf.factored import FactoredIndex
+from structperc.crf.sparse import TransposedIndex
 from structperc.decode.sequential_scan import Workspace
 from structperc.distributed import SERIAL, Group
 from structperc.features.extract import FeatureMatrix
@@ -145,7 +148,7 @@ def full_objective(
     learner: CRFSettings,
     structure: ChainStructure,
     features: FeatureMatrix,
-    index: TransposedIndex,
+    index: TransposedIndex | FactoredIndex,
     buckets: list[Bucket],
     group: Group = SERIAL,
 ) -> tuple[float, float, list[Tensor], int]:
@@ -164,7 +167,7 @@ def full_objective(
     leaves = [t.detach().requires_grad_(True) for t in tables]
     ids, offsets = features.ids, features.offsets
     with torch.enable_grad():  # [N, L + L*L] (node | edge, the joint table), or [N, L]
-        token_scores = lookup(leaves[0], ids, offsets, index, features.values)
+        token_scores = index.scores(leaves[0], ids, offsets, features.values)
     scores = token_scores.detach()
     transition, grad_transition = None, None
     if not weights.edges:  # one transition matrix: its gradient is summed per bucket

@@ -79,6 +79,7 @@ from torch import Tensor
 
 from structperc.crf.buckets import Bucket, make_buckets
 from structperc.crf.compiled import CompiledEdgeObjective, CompiledObjective, CompiledSGD
+from structperc.crf.factored import lookup_index
 from structperc.crf.objective import (
     CRFSettings,
     bucket_loss,
@@ -87,7 +88,7 @@ from structperc.crf.objective import (
     full_objective,
     posterior_errors,
 )
-from structperc.crf.sparse import Support, TransposedIndex, lookup
+from structperc.crf.sparse import Support, lookup
 from structperc.decode.marginals import check_scan
 from structperc.distributed import SERIAL, Group
 from structperc.features.extract import FeatureMatrix
@@ -496,6 +497,7 @@ class LBFGSTraining(Optimization):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         device, weights = self.device, self.weights
+        groups = self.features.groups  # (the lookup's, ``crf/factored.py``)
         self.features = FeatureMatrix(*(t.to(device) for t in self.features.tensors().values()))
         self.compiled = None  # scan="compiled": the objective by native/crf_kernels.py
         self.buckets: list = []
@@ -504,8 +506,7 @@ class LBFGSTraining(Optimization):
             self.compiled = CompiledObjective(weights, self.features, self.labels, self.targets)
         elif not edge_kernel:
             f = features_cpu(self.features)
-            index = TransposedIndex.build(f.ids, f.offsets, weights.num_features, f.values)
-            self.index = index.to(device)
+            self.index = lookup_index(f, groups, weights.num_features).to(device)
             self.buckets = self.training_buckets(
                 self.learner.dp_batch_tokens,
                 with_index=False,

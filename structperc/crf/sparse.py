@@ -124,6 +124,12 @@ class TransposedIndex:
             values,
         )
 
+    def scores(
+        self, table: Tensor, ids: Tensor, offsets: Tensor, values: Tensor | None = None
+    ) -> Tensor:
+        """Token scores [N, D] = X W of the tokens this index was built from (``lookup``)."""
+        return lookup(table, ids, offsets, self, values)
+
     def gather(self, grad_tokens: Tensor) -> Tensor:
         """X^T g restricted to ``rows``: [U, D] from token gradients [N, D]."""
         values = self.values
@@ -148,16 +154,18 @@ class _Lookup(torch.autograd.Function):
     def backward(ctx, grad: Tensor):
         index: TransposedIndex = ctx.index
         rows = index.gather(grad.contiguous())  # [U, D]
-        if index.covers_all:
-            return rows, None, None, None, None
-        sparse = torch.sparse_coo_tensor(
-            index.rows.unsqueeze(0),
-            rows,
-            ctx.table_shape,
-            is_coalesced=True,
-            check_invariants=False,
-        )
-        return sparse, None, None, None, None
+        return table_gradient(index, rows, ctx.table_shape), None, None, None, None
+
+
+def table_gradient(index: TransposedIndex, rows: Tensor, shape: torch.Size) -> Tensor:
+    """The gradient of a table of ``shape`` [F, D] from ``rows`` [U, D], the gradients of the
+    features ``index.rows``: the rows themselves when they are every feature, else a coalesced
+    sparse COO tensor over them."""
+    if index.covers_all:
+        return rows
+    return torch.sparse_coo_tensor(
+        index.rows.unsqueeze(0), rows, shape, is_coalesced=True, check_invariants=False
+    )
 
 
 def lookup(

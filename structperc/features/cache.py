@@ -150,6 +150,9 @@ def extract_features(
         cached.edges, cached.tags, cached.tagger = features.edges, features.tags, features.tagger
         features = cached
         log.info("features loaded from the cache (%d features)", features.num_features)
+    groups = features.lookup_groups()
+    for matrix in mats.values():
+        matrix.groups = groups
     return features, mats, time.perf_counter() - t0, hit
 
 

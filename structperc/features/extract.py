@@ -106,6 +106,9 @@ class FeatureMatrix:
                  over the documents calls ``store.release_pages`` now and then.
     files:       for a mapped matrix, its files read without the maps (``store.MatrixFiles``:
                  ``document(d)``), which a loop in a random order takes; else None.
+    groups:      [F] int32, the lookup group of every feature row the ids address
+                 (``LocalFeatures.lookup_groups``): the CRF's lookup sums the feature sets
+                 that repeat across tokens once (``crf/factored.py``); None: no groups.
     """
 
     ids: torch.Tensor
@@ -114,6 +117,7 @@ class FeatureMatrix:
     values: torch.Tensor | None = None
     mapped: bool = False
     files: object | None = None
+    groups: np.ndarray | None = None
 
     @property
     def num_docs(self) -> int:

@@ -27,6 +27,7 @@ from structperc.features.external import (
     source_versions,
 )
 from structperc.features.extract import (
+    KEY_SHIFT,
     FeatureMatrix,
     Vocabulary,
     concat_columns,
@@ -43,6 +44,7 @@ from structperc.features.gazetteer import (
 )
 from structperc.features.gazetteer_files import GazetteerFamily, read_families
 from structperc.features.hashing import check_bits
+from structperc.features.lookup_groups import feature_groups
 from structperc.features.template_features import (
     CompiledTemplates,
     read_template_specs,
@@ -466,6 +468,16 @@ class LocalFeatures:
         if self.compiled is None or not any(self.compiled.node_only):
             return None
         return self.vocab.template_rows(np.array(self.compiled.node_only, dtype=bool))
+
+    def lookup_groups(self) -> np.ndarray | None:
+        """[F] int32 lookup group of every feature row (``FeatureMatrix.groups``): the offsets
+        its template reads, and whether the template takes few values
+        (``lookup_groups.py``); None with hashing, where a row may hold the keys of several
+        templates."""
+        if self.hash_bits is not None:
+            return None
+        reads = [tuple(sorted({o for _, o in t})) for t in self.vocab.templates]
+        return feature_groups(reads, self.vocab.keys >> KEY_SHIFT)
 
     @property
     def num_features(self) -> int:

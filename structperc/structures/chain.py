@@ -137,7 +137,8 @@ class ChainData:
         forbidden = None
         if self.forbidden is not None:
             forbidden = {k: self.forbidden[d] for k, d in enumerate(docs) if d in self.forbidden}
-        features = FeatureMatrix(batch.ids, batch.offsets, doc_offsets, batch.values)
+        groups = self.features.groups
+        features = FeatureMatrix(batch.ids, batch.offsets, doc_offsets, batch.values, groups=groups)
         return ChainData(features, labels, documents, allowed, forbidden)
 
     def sentences(self) -> tuple[ChainData, Tensor]:
@@ -154,7 +155,7 @@ class ChainData:
         bounds = torch.tensor([[s, e] for _, s, e in units], dtype=torch.long).view(-1, 2)
         doc_offsets = torch.cat([starts + bounds[:, 0], (starts + bounds[:, 1])[-1:]])
         f = self.features
-        features = FeatureMatrix(f.ids, f.offsets, doc_offsets, f.values)
+        features = FeatureMatrix(f.ids, f.offsets, doc_offsets, f.values, groups=f.groups)
         if self.forbidden:
             raise ValueError("forbidden spans are given per document: decode whole documents")
         split = ChainData(features, self.labels, docs, self.allowed)
