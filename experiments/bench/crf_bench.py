@@ -8,7 +8,8 @@ L-BFGS.  CRFsuite's crf1d has node features (attribute x label) and label transi
 structperc's CRF is run twice: with ``features.edges=false`` (``structperc_nodes``: the same model
 as CRFsuite's, L = 9 weights per feature plus an L x L transition matrix) and with the edge
 weight per (feature, previous label, label) of Kazama & Torisawa 2007, Table 1 (``structperc``:
-L + L^2 = 90 weights per feature, about 10x the lookup work per token).  Its forward-backward is
+L + L^2 = 90 weights per feature, about 10x the lookup work per token, which
+``crf/factored.py`` cuts by summing each recurring feature set once).  Its forward-backward is
 torch-struct's O(N L^3) parallel scan instead of CRFsuite's O(N L^2) sequential recursion.
 
 Each system runs k iterations from zero weights in a fresh subprocess (CRFsuite is
