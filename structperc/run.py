@@ -177,6 +177,11 @@ def main_from_config(cfg: DictConfig, out_dir: Path, group: Group = SERIAL) -> f
             f"trainer.init_from continues a saved model of the tagging task; task="
             f"{cfg.task.name} does not continue models"
         )
+    if cfg.trainer.get("complete_with") and not task.warm_start:
+        raise ValueError(
+            f"trainer.complete_with completes the training data of the tagging task; task="
+            f"{cfg.task.name} does not take it"
+        )
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
     settings = task.build(ComposedConfig.of(cfg, group))

@@ -71,21 +71,16 @@ for s in 3 4; do
   run ap_hidden50_s$s $AP seed=$s data.train=$CORPORA/s$s/hidden50/train.txt
 done
 # The averaged perceptron on the partial CRF's completion of the 50 %-hidden corpora (two
-# stages): the CRF of the crf_hidden50 row, trained again into $WORK (the committed rows keep no
-# model), fills every `?` with its best labeling under the known labels (structperc-tag with the
-# label column as its constraint column), and the perceptron trains on that completed corpus.
+# stages, trainer.complete_with): the CRF of the crf_hidden50 row, trained again into $WORK (the
+# committed rows keep no model), fills every `?` with its best labeling under the known labels,
+# and the perceptron trains on the completed labels.
 WORK=${WORK:-/tmp/partial_completion}
 for s in ${SEEDS:-0 1 2 3 4}; do  # SEEDS="0 2 4" and SEEDS="1 3": two jobs at once
-  C=$CORPORA/s$s/hidden50
   M=$WORK/crf_hidden50_s$s
-  D=$WORK/s$s.completed.txt
-  if [ ! -f "$OUT/ap_completed50_s$s/results.json" ] && [ ! -f "$D" ]; then
-    [ -f "$M/model.json" ] || $PY -m structperc.run $CRF seed=$s data.train=$C/train.txt \
-      $COMMON hydra.run.dir="$M" > /dev/null 2>&1 || echo "FAILED $M"
-    $PY -m structperc.predict model="$M" input="$C/train.txt" output="$WORK/s$s.tagged.txt" \
-      'columns=[token,pos,chunk,known]' constraint_column=known evaluate=false > /dev/null 2>&1 \
-      && awk 'NF { print $1, $2, $3, $5; next } { print }' "$WORK/s$s.tagged.txt" > "$D" \
-      || echo "FAILED completing $C/train.txt"
+  if [ ! -f "$M/model.json" ]; then
+    $PY -m structperc.run $CRF seed=$s data.train=$CORPORA/s$s/hidden50/train.txt $COMMON \
+      hydra.run.dir="$M" > /dev/null 2>&1 || echo "FAILED $M"
   fi
-  run ap_completed50_s$s $AP seed=$s data.train="$D"
+  run ap_completed50_s$s $AP seed=$s data.train=$CORPORA/s$s/hidden50/train.txt \
+    trainer.complete_with="$M"
 done

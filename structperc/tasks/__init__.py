@@ -23,6 +23,8 @@ What they share, through functions (no task calls another's driver):
     labeler.py     a sequence labeler trained, scored and saved (tagging, tagchunk's chains)
     structure.py   ``labeler_structure``: a new labeler's structure and weights
     warm_start.py  a saved labeler continued on new data (``trainer.init_from``)
+    completion.py  partially labelled training data completed by a saved model
+                   (``trainer.complete_with``)
     pos_np.py      the joint and cascade tasks' measures, names and prediction file
     jackknife.py   the rerank task's first models, one fold of the jackknife a job, their lists
 """

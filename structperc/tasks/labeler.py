@@ -43,6 +43,7 @@ from structperc.model.updates import Updater
 from structperc.native.chain_predict import decode as decode_labels
 from structperc.structures.chain import ChainData
 from structperc.structures.rescoring import DocumentRescoring
+from structperc.tasks.completion import Completion
 from structperc.tasks.report import chunk_curves, chunk_scores, token_results
 from structperc.tasks.structure import labeler_structure
 from structperc.tasks.training import Evaluation, ModelSettings, TrainingRun, history_rows
@@ -64,7 +65,8 @@ class LabelerSettings(ModelSettings):
     train_files: the training split's files (the model's ``info["training"]``); init_from: a
     saved model this run continues (``warm_start.py``; ``fit.warm`` then set), or None;
     init_average: how the averaged perceptron's average counts it (``auto``, ``continue`` or
-    ``restart``: ``warm_start.py``).
+    ``restart``: ``warm_start.py``); complete_with: a saved model that fills the open tokens of
+    partially labelled training documents before training (``completion.py``), or None.
     """
 
     features: LocalFeatures
@@ -78,6 +80,7 @@ class LabelerSettings(ModelSettings):
     train_files: tuple[str, ...] = ()
     init_from: InitialModel | None = None
     init_average: str = "auto"
+    complete_with: Completion | None = None
 
 
 def has_chunks(labels: list[str]) -> bool:
@@ -117,6 +120,10 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
     """
     s, corpus, learner = settings, settings.corpus, settings.learner
     t_job = time.perf_counter()
+    cache_key = s.cache_key
+    if s.complete_with is not None:  # the completed labels decide the jackknife's folds
+        corpus = {**corpus, "train": s.complete_with.complete(corpus["train"])}
+        cache_key = {**cache_key, "complete_with": s.complete_with.digest}
     device = s.fit.device
     torch.manual_seed(s.fit.seed)
     run = TrainingRun(out_dir, group)
@@ -124,7 +131,7 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
         s.features.inherit(s.init_from.features)
     with group.main_first():  # rank 0 builds the cache, the others read it
         features, mats, feat_seconds, hit = extract_features(
-            s.features, corpus, s.cache_dir, s.cache_key
+            s.features, corpus, s.cache_dir, cache_key
         )
     labels = grown_labels(label_set(corpus["train"]), s.init_from)
     check_evaluated_splits(corpus)
@@ -218,6 +225,8 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
     if carried is not None:
         results["init_from"] = str(s.init_from.folder)
         results["warm_start"] = carried
+    if s.complete_with is not None:
+        results["complete_with"] = str(s.complete_with.folder)
     for split in ("dev", "test"):
         if split in corpus:
             t0 = time.perf_counter()
@@ -238,6 +247,9 @@ def train_labeler(settings: LabelerSettings, out_dir: Path, group: Group = SERIA
         info["seen"] = updater.seen  # the instances the average is over (warm_start.py)
         info["training"] = training_record(s, data["train"].num_tokens, result.epochs)
         info["lineage"] = s.init_from.lineage() if s.init_from is not None else []
+        if s.complete_with is not None:  # the model that filled the open training labels
+            done = s.complete_with
+            info["completed_by"] = {"folder": str(done.folder), "model_sha256": done.digest}
         if s.corpus_record is not None:
             info["corpus"] = s.corpus_record
         rescoring = isinstance(structure, DocumentRescoring)

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from structperc.distributed import SERIAL, Group
+from structperc.tasks.completion import Completion
 from structperc.tasks.inputs import document_features, tagging_inputs, training_files
 from structperc.tasks.labeler import LabelerSettings, train_labeler
 from structperc.tasks.registry import task
@@ -52,6 +53,7 @@ def tagging_settings(config) -> LabelerSettings:
         train_files=tuple(training_files(config)),
         init_from=init,
         init_average=check_average(t.get("init_average", "auto")),
+        complete_with=Completion.load(t.complete_with) if t.get("complete_with") else None,
     )
 
 
