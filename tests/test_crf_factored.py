@@ -92,6 +92,15 @@ def test_factored_lookup_equals_the_plain_one_forward_and_backward(chunk):
     assert len(index.token_units) == 3 * features.num_tokens - docs
 
 
+def test_the_lexsort_of_large_keys_builds_the_same_index(monkeypatch):
+    features, _, groups, F_ = window_problem(7)
+    one_key = FactoredIndex.build(features.ids, features.offsets, groups, F_, chunk=9)
+    monkeypatch.setattr(factored, "KEY_LIMIT", 0)  # every chunk: np.lexsort
+    sorted_apart = FactoredIndex.build(features.ids, features.offsets, groups, F_, chunk=9)
+    assert torch.equal(one_key.unit_ids, sorted_apart.unit_ids)
+    assert torch.equal(one_key.token_units, sorted_apart.token_units)
+
+
 def test_units_are_shared_across_chunks():
     features, _, groups, F_ = window_problem(1)
     whole = FactoredIndex.build(features.ids, features.offsets, groups, F_)

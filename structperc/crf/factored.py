@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 
 MAX_FRACTION = 0.7  # factor only where A and B hold at most this share of X's entries
 CHUNK = 1 << 20  # feature occurrences per chunk of the build (its temporaries: ~50 MB)
+KEY_LIMIT = 2**62  # a chunk sorts by one int64 key (token, group, feature) below it, else lexsort
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _MIX2 = np.uint64(0xBF58476D1CE4E5B9)
 _GROUP = np.uint64(0x94D049BB133111EB)
@@ -122,11 +123,13 @@ class FactoredIndex:
         ids_np = ids.numpy()
         offs = offsets.numpy().astype(np.int64)
         groups = np.asarray(groups, dtype=np.int64)
+        num_groups = int(groups.max()) + 1 if len(groups) else 1
         N = len(offs) - 1
         known = np.zeros(0, dtype=np.uint64)  # sorted hashes of the units so far
         known_unit = np.zeros(0, dtype=np.int64)  # [len(known)] their unit ids
-        unit_parts: list[np.ndarray] = []  # each new unit's feature ids, in unit order
-        unit_lengths: list[np.ndarray] = []
+        unit_ids = _Growing(np.int32)  # every unit's feature ids, in unit order
+        unit_starts = _Growing(np.int64)  # [U] where each unit's ids begin
+        unit_lengths = _Growing(np.int64)  # [U]
         token_parts: list[np.ndarray] = []  # [slots] unit ids, token after token
         slots_per_token = np.zeros(N, dtype=np.int64)
         num_units = 0
@@ -138,7 +141,10 @@ class FactoredIndex:
             f = ids_np[a:b].astype(np.int64)
             token = np.repeat(np.arange(hi - lo), np.diff(offs[lo : hi + 1]))
             g = groups[f]
-            order = np.lexsort((f, g, token))
+            if (hi - lo) * num_groups * num_features < KEY_LIMIT:  # one int64 key: faster
+                order = np.argsort((token * num_groups + g) * num_features + f)
+            else:
+                order = np.lexsort((f, g, token))
             f, g, token = f[order], g[order], token[order]
             new_slot = np.ones(len(f), dtype=bool)
             new_slot[1:] = (token[1:] != token[:-1]) | (g[1:] != g[:-1])
@@ -155,24 +161,25 @@ class FactoredIndex:
             fresh = fresh[np.argsort(first[fresh], kind="stable")]  # in order of appearance
             unit_of[fresh] = num_units + np.arange(len(fresh))
             fresh_starts, fresh_lengths = starts[first[fresh]], lengths[first[fresh]]
-            unit_parts.append(f[_ranges(fresh_starts, fresh_lengths)])
-            unit_lengths.append(fresh_lengths)
+            unit_starts.extend(len(unit_ids) + np.cumsum(fresh_lengths) - fresh_lengths)
+            unit_ids.extend(f[_ranges(fresh_starts, fresh_lengths)])
+            unit_lengths.extend(fresh_lengths)
             num_units += len(fresh)
-            merged = np.concatenate([known, distinct[fresh]])
-            keep = np.argsort(merged, kind="stable")
-            known = merged[keep]
-            known_unit = np.concatenate([known_unit, unit_of[fresh]])[keep]
+            added = np.flatnonzero(~found)  # (ascending hashes)
+            at = np.searchsorted(known, distinct[added])
+            known = np.insert(known, at, distinct[added])
+            known_unit = np.insert(known_unit, at, unit_of[added])
             slot_unit = unit_of[inverse]  # [slots]
             token_parts.append(slot_unit)
-            np.add.at(slots_per_token, lo + token[starts], 1)
+            slots_per_token[lo:hi] += np.bincount(token[starts], minlength=hi - lo)
             # every slot against its unit, entry by entry (a hash collision would show here)
-            parts = (unit_parts, unit_lengths)
-            if not _slots_match(f, starts, lengths, slot_unit, parts, num_units):
+            units = (unit_ids.values, unit_starts.values, unit_lengths.values)
+            if not _slots_match(f, starts, lengths, slot_unit, *units):
                 log.warning("feature-set hash collision: the CRF keeps the plain lookup")
                 return None
             lo = hi
-        unit_ids = np.concatenate(unit_parts) if unit_parts else np.zeros(0, np.int64)
-        lengths = np.concatenate(unit_lengths) if unit_lengths else np.zeros(0, np.int64)
+        lengths = unit_lengths.values
+        unit_ids = unit_ids.values
         token_units = np.concatenate(token_parts)
         if len(unit_ids) + len(token_units) > MAX_FRACTION * len(ids_np):
             return None
@@ -220,16 +227,37 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return begin + np.arange(total)
 
 
-def _slots_match(f, starts, lengths, slot_unit, parts, num_units) -> bool:
+def _slots_match(f, starts, lengths, slot_unit, unit_ids, unit_starts, unit_lengths) -> bool:
     """Every slot (``f`` [n] sorted ids, ``starts``/``lengths`` [s]) holds exactly the ids of
-    the unit it was matched to (``slot_unit`` [s]; ``parts``: the units' ids and lengths)."""
-    unit_lengths = np.concatenate(parts[1])
+    the unit it was matched to (``slot_unit`` [s]; the units' ids, starts and lengths)."""
     if not np.array_equal(unit_lengths[slot_unit], lengths):
         return False
-    unit_starts = np.zeros(num_units, dtype=np.int64)
-    np.cumsum(unit_lengths[:-1], out=unit_starts[1:])
-    units = np.concatenate(parts[0])
-    return np.array_equal(units[_ranges(unit_starts[slot_unit], lengths)], f)
+    return np.array_equal(unit_ids[_ranges(unit_starts[slot_unit], lengths)], f)
+
+
+class _Growing:
+    """A 1-D array appended to in amortised O(1) a value (its capacity doubles)."""
+
+    def __init__(self, dtype):
+        self.buffer = np.zeros(1024, dtype=dtype)
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def extend(self, values: np.ndarray) -> None:
+        need = self.size + len(values)
+        if need > len(self.buffer):
+            grown = np.zeros(max(need, 2 * len(self.buffer)), dtype=self.buffer.dtype)
+            grown[: self.size] = self.buffer[: self.size]
+            self.buffer = grown
+        self.buffer[self.size : need] = values
+        self.size = need
+
+    @property
+    def values(self) -> np.ndarray:
+        """The values so far (a view)."""
+        return self.buffer[: self.size]
 
 
 class _FactoredLookup(torch.autograd.Function):
