@@ -289,6 +289,53 @@ def test_compiled_epochs_equal_the_python_loop(name, values):
         torch.testing.assert_close(t, u2.sums[n], rtol=1e-5, atol=1e-3)
 
 
+def train_edges(average: bool, compiled: bool, values=False, longest=12, node_only=False):
+    """The perceptron over a chain with edge features (Kazama & Torisawa's Table 1 layout)."""
+    data, F, L = synthetic(values=values, seed=11, longest=longest, docs=60)
+    w = ChainWeights(F, [f"y{i}" for i in range(L)], edges=True)
+    if node_only:  # a third of the rows without edge weights
+        w.set_node_only(torch.arange(F) % 3 == 0)
+    structure, updater = ChainStructure(w), Updater(w, average=average)
+    settings = FitSettings(max_epochs=3, progress=False, compiled=compiled, tol=0)
+    result = run_epochs(Perceptron(average=average), structure, updater, data, settings)
+    return w, updater, result.history
+
+
+@pytest.mark.parametrize("node_only", [False, True], ids=["all_edges", "node_only_rows"])
+@pytest.mark.parametrize("longest", [12, 150], ids=["short", "long"])  # long: the blocked scan
+@pytest.mark.parametrize("values", [False, True])
+@pytest.mark.parametrize("average", [False, True], ids=["perceptron", "averaged"])
+def test_compiled_edge_epochs_equal_the_python_loop(average, values, longest, node_only):
+    """Bit for bit: the same paths, updates and tables (integer weights; the values are powers
+    of two, so every sum is exact in float32)."""
+    runs = [train_edges(average, c, values, longest, node_only) for c in (False, True)]
+    (w1, u1, h1), (w2, u2, h2) = runs
+    assert [(e.errors, e.updates, e.tokens) for e in h1] == [
+        (e.errors, e.updates, e.tokens) for e in h2
+    ]
+    assert h1[-1].errors < h1[0].errors  # it learns
+    assert torch.equal(w1.joint.weight, w2.joint.weight)
+    assert u1.seen == u2.seen
+    for n, t in u1.sums.items():
+        assert torch.equal(t, u2.sums[n]), n
+    if node_only:
+        assert torch.all(w2.tables()["edge"][w2.node_only] == 0)
+
+
+def test_the_journal_lists_every_entry_an_edge_epoch_wrote():
+    data, F, L = synthetic(seed=12)
+    w = ChainWeights(F, [f"y{i}" for i in range(L)], edges=True)
+    structure, updater = ChainStructure(w), Updater(w, average=True)
+    epoch = compiled_epochs(Perceptron(average=True), structure, updater, data, "cpu")
+    updater.journal = []
+    stats = epoch(list(range(len(data))))
+    assert stats.updates > 0 and updater.seen == len(data)
+    for n, t in w.tables().items():
+        touched = set(torch.cat([i for m, i in updater.journal if m == n]).tolist())
+        changed = set(torch.nonzero(t.reshape(-1)).view(-1).tolist())
+        assert changed and changed <= touched
+
+
 def test_the_journal_lists_every_entry_an_epoch_wrote():
     data, F, L = synthetic(seed=9)
     w = ChainWeights(F, [f"y{i}" for i in range(L)], edges=False)
@@ -313,7 +360,9 @@ def test_what_has_no_compiled_epoch():
     assert compiled_epochs(Perceptron(), plain, up, data, "cpu") is not None
     assert compiled_epochs(MarginPerceptron(C=1.0), plain, up, data, "cpu") is None
     edges = ChainStructure(ChainWeights(F, [f"y{i}" for i in range(L)], edges=True))
-    assert compiled_epochs(Perceptron(), edges, Updater(edges.weights), data, "cpu") is None
+    assert compiled_epochs(Perceptron(), edges, Updater(edges.weights), data, "cpu") is not None
+    pa = PassiveAggressive(pa_type=1, C=0.5)
+    assert compiled_epochs(pa, edges, Updater(edges.weights), data, "cpu") is None
     iob = ChainStructure(ChainWeights(F, ["O", "B-X", "I-X"], edges=False), constraints="iob2")
     assert compiled_epochs(Perceptron(), iob, Updater(iob.weights), data, "cpu") is None
     assert compiled_chain(iob, "cpu") is None

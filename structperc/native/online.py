@@ -9,7 +9,9 @@ writes the touched entries into ``Updater.journal`` for parameter mixing, and re
     learners    the perceptron (plain or averaged), PA / PA-I / PA-II, AROW (exactly these
                 classes: a subclass may change the step)
     structure   ``ChainStructure`` over ``ChainWeights(edges=False)`` (a transition matrix:
-                CRFsuite's model, the scikit-learn face's), without label constraints
+                CRFsuite's model, the scikit-learn face's), without label constraints; over
+                ``ChainWeights(edges=True)`` (Kazama & Torisawa's edge features) for the
+                perceptron alone (``edge_chain_kernels.edge_perceptron_epoch``)
     data        ``ChainData`` with gold labels, on the CPU
 
 and to nothing else (None: the Python loop).  The results are the Python loop's: the same paths
@@ -63,13 +65,17 @@ def compiled_epochs(
     if type(structure) is not ChainStructure or structure.allowed is not None:
         return None
     weights = structure.weights
-    if weights.edges or updater.history is not None or updater.weights is not weights:
+    if updater.history is not None or updater.weights is not weights:
         return None
     if not isinstance(data, ChainData) or data.labels is None:
         return None
     rule = kernel_rule(learner)
     if rule is None:
         return None
+    if weights.edges:  # the perceptron alone (PA's and AROW's ||d||^2 over F L^2 entries: not)
+        from structperc.native.chain_kernels import PERCEPTRON
+
+        return CompiledEdgeEpoch(structure, updater, data) if rule == PERCEPTRON else None
     return CompiledEpoch(learner, rule, structure, updater, data)
 
 
@@ -180,6 +186,91 @@ class CompiledEpoch:
             total.extra["loss"] = loss
         if journal:
             for name, mask in zip(("node", "edge"), touched, strict=True):
+                where = np.flatnonzero(mask)
+                if len(where):
+                    up.journal.append((name, torch.from_numpy(where)))
+        return total
+
+
+class CompiledEdgeEpoch:
+    """The perceptron's epochs (plain or averaged) over a chain with edge features, through
+    ``edge_chain_kernels.edge_perceptron_epoch``: ``CompiledEpoch``'s contract."""
+
+    def __init__(self, structure, updater: Updater, data: ChainData):
+        from structperc.native import edge_chain_kernels
+
+        self.kernels = edge_chain_kernels
+        self.updater = updater
+        weights = structure.weights
+        joint = weights.joint.weight.detach().numpy()  # [F, L + L*L] (a view: written in place)
+        dtype = joint.dtype
+        self.csr = csr_arrays(data.features, dtype)  # doc_offsets, ids, offsets, values, weighted
+        self.mapped = data.features.mapped
+        self.labels = np.asarray(data.labels.numpy(), dtype=np.int64)  # [N] (no copy)
+        lengths = np.diff(self.csr[0])
+        T = max(int(lengths.max()) if len(lengths) else 1, 1)
+        L = structure.num_labels
+        self.scratch = (
+            np.empty((T, joint.shape[1]), dtype),  # node | edge scores
+            np.empty(L, dtype),  # alpha
+            np.empty(L, dtype),  # next alpha
+            np.empty((T, L), np.int64),  # back-pointers
+            np.empty(T, np.int64),  # path
+        )
+        mask = weights.node_only
+        self.node_only = np.zeros(0, np.uint8) if mask is None else mask.numpy().astype(np.uint8)
+        self.size = (joint.shape[0] * L, joint.shape[0] * L * L)  # the node and edge entries
+        self.touched = (np.zeros(0, np.uint8), np.zeros(0, np.uint8))
+
+    def _kernel(self, chunk, joint, sums, touched, stats) -> None:
+        up = self.updater
+        self.kernels.edge_perceptron_epoch(
+            chunk, *self.csr, self.labels, joint, sums[0], sums[1], up.average, up.seen,
+            touched[0], touched[1], self.node_only, *self.scratch, stats,
+        )  # fmt: skip
+
+    def _tables(self) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        up = self.updater
+        joint = up.weights.joint.weight.detach().numpy()
+        if up.average:
+            sums = tuple(up.sums[n].numpy().reshape(-1) for n in ("node", "edge"))
+        else:
+            sums = (np.zeros(0, joint.dtype), np.zeros(0, joint.dtype))
+        return joint, sums
+
+    def warm(self) -> None:
+        """Load the kernel in this process on no instances (``CompiledEpoch.warm``)."""
+        joint, sums = self._tables()
+        order = np.empty(0, np.int64)
+        self._kernel(order, joint, sums, self.touched, np.zeros(5, np.float64))
+
+    def __call__(self, order: list[int], progress: bool = False, desc: str = "") -> StepStats:
+        """Run the instances of ``order`` (one epoch); the statistics of all of them."""
+        up = self.updater
+        joint, sums = self._tables()
+        journal = up.journal is not None  # parameter mixing: the entries this epoch wrote
+        if journal and len(self.touched[0]) != self.size[0]:
+            self.touched = tuple(np.zeros(n, np.uint8) for n in self.size)
+        if journal:
+            for mask in self.touched:
+                mask[:] = 0
+        total = StepStats()
+        order_np = np.asarray(order, dtype=np.int64)
+        stats = np.zeros(5, np.float64)
+        with bar(None, total=len(order), enabled=progress, desc=desc, unit="doc") as pbar:
+            step = SHUFFLED_RELEASE_EVERY if self.mapped else CHUNK  # (features/store.py)
+            for lo in range(0, len(order_np), step):
+                chunk = order_np[lo : lo + step]
+                self._kernel(chunk, joint, sums, self.touched, stats)
+                total.tokens += int(stats[0])
+                total.errors += int(stats[1])
+                total.updates += int(stats[2])
+                up.seen = int(stats[4])
+                pbar.update(len(chunk))
+                if self.mapped:
+                    release_pages()
+        if journal:
+            for name, mask in zip(("node", "edge"), self.touched, strict=True):
                 where = np.flatnonzero(mask)
                 if len(where):
                     up.journal.append((name, torch.from_numpy(where)))
