@@ -181,8 +181,13 @@ WORKERS = {
 
 
 def full_run(sigma2: float) -> dict | None:
-    """The full structperc CRF training at this sigma^2 (Kazama reproduction runs), if present."""
-    path = RUNS / f"crf_sigma2_{sigma2:g}" / "results.json"
+    """The full structperc CRF training at this sigma^2, if present: this code's
+    (``experiments/crf_lookup``, Table 2's grid again with the factored lookup), else the Kazama
+    reproduction's (``experiments/kazama2007``, an older code path)."""
+    name = f"crf_sigma2_{sigma2:g}"
+    path = REPO / "experiments" / "crf_lookup" / "runs" / name / "results.json"
+    if not path.is_file():
+        path = RUNS / name / "results.json"
     if not path.is_file():
         return None
     r = json.loads(path.read_text())
