@@ -300,8 +300,9 @@ def test_a_shuffled_epoch_over_mapped_features_releases_their_pages_often(
     tmp_path, monkeypatch, edges
 ):
     """A fault maps a whole large folio, ~0.5 MB a document visited at random, so an epoch in a
-    shuffled order releases the pages every ``SHUFFLED_RELEASE_EVERY`` documents: the Python
-    loop (edge features) and the compiled epoch (one transition matrix) alike."""
+    shuffled order through the maps releases the pages every ``SHUFFLED_RELEASE_EVERY``
+    documents (the compiled epoch of one transition matrix); the compiled epoch with edge
+    features reads each chunk's documents by ``pread`` instead, and maps nothing."""
     pytest.importorskip("numba")
     import structperc.native.online as online
     import structperc.trainer as trainer
@@ -326,5 +327,13 @@ def test_a_shuffled_epoch_over_mapped_features_releases_their_pages_often(
     structure, updater = ChainStructure(weights), Updater(weights, average=True)
     learner.start(updater)
     settings = FitSettings(max_epochs=1, progress=False, compiled=True, tol=0)
+    reads = []
+    tokens = store.MatrixFiles.tokens
+    monkeypatch.setattr(
+        store.MatrixFiles, "tokens", lambda self, a, b: reads.append(a) or tokens(self, a, b)
+    )
     trainer.run_epochs(learner, structure, updater, data, settings)
+    if edges:  # every document read by pread, no page of the maps touched
+        assert sorted(reads) == list(range(0, 2 * D, 2)) and not calls
+        return
     assert len(calls) >= D // 64  # at most 64 documents (~32 MB of faulted pages) between two

@@ -124,6 +124,10 @@ class MatrixFiles:
     def document(self, d: int) -> tuple[np.ndarray, np.ndarray]:
         """(ids [n] int32, offsets [T + 1] int64 from 0) of document d."""
         first, end = self._read("doc_offsets", d, 2).tolist()
+        return self.tokens(first, end)
+
+    def tokens(self, first: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids [n] int32, offsets [T + 1] int64 from 0) of tokens first..end-1."""
         offsets = self._read("offsets", first, end - first + 1)
         lo = int(offsets[0])
         ids = self._read("ids", lo, int(offsets[-1]) - lo)

@@ -219,15 +219,43 @@ class CompiledEdgeEpoch:
         )
         mask = weights.node_only
         self.node_only = np.zeros(0, np.uint8) if mask is None else mask.numpy().astype(np.uint8)
+        # features read from disk: each chunk's documents copied by pread (features/store.py),
+        # the document bounds in memory
+        self.files = data.features.files if self.mapped else None
+        self.doc_offsets = np.array(self.csr[0]) if self.files is not None else None
         self.size = (joint.shape[0] * L, joint.shape[0] * L * L)  # the node and edge entries
         self.touched = (np.zeros(0, np.uint8), np.zeros(0, np.uint8))
 
     def _kernel(self, chunk, joint, sums, touched, stats) -> None:
         up = self.updater
+        csr, labels = self.csr, self.labels
+        if self.files is not None:  # the chunk's documents, read without the maps
+            csr, labels = self._read(chunk)
+            chunk = np.arange(len(chunk), dtype=np.int64)
         self.kernels.edge_perceptron_epoch(
-            chunk, *self.csr, self.labels, joint, sums[0], sums[1], up.average, up.seen,
+            chunk, *csr, labels, joint, sums[0], sums[1], up.average, up.seen,
             touched[0], touched[1], self.node_only, *self.scratch, stats,
         )  # fmt: skip
+
+    def _read(self, chunk: np.ndarray) -> tuple[tuple, np.ndarray]:
+        """The CSR arrays (``csr_arrays``' layout) and gold labels of the documents ``chunk``, in
+        its order, read by ``pread``."""
+        ids, offsets, labels = [], [np.zeros(1, np.int64)], []
+        lengths = np.zeros(len(chunk), np.int64)
+        nnz = 0
+        for k, d in enumerate(chunk.tolist()):
+            first, end = int(self.doc_offsets[d]), int(self.doc_offsets[d + 1])
+            doc_ids, doc_offsets = self.files.tokens(first, end)
+            ids.append(doc_ids)
+            offsets.append(doc_offsets[1:] + nnz)
+            labels.append(self.labels[first:end])
+            lengths[k] = end - first
+            nnz += len(doc_ids)
+        doc_offsets = np.zeros(len(chunk) + 1, np.int64)
+        np.cumsum(lengths, out=doc_offsets[1:])
+        values, weighted = self.csr[3], self.csr[4]  # (no values: features read from disk)
+        csr = (doc_offsets, np.concatenate(ids), np.concatenate(offsets), values, weighted)
+        return csr, np.concatenate(labels) if labels else self.labels[:0]
 
     def _tables(self) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         up = self.updater
@@ -258,7 +286,8 @@ class CompiledEdgeEpoch:
         order_np = np.asarray(order, dtype=np.int64)
         stats = np.zeros(5, np.float64)
         with bar(None, total=len(order), enabled=progress, desc=desc, unit="doc") as pbar:
-            step = SHUFFLED_RELEASE_EVERY if self.mapped else CHUNK  # (features/store.py)
+            by_maps = self.mapped and self.files is None  # (features/store.py)
+            step = SHUFFLED_RELEASE_EVERY if by_maps else CHUNK
             for lo in range(0, len(order_np), step):
                 chunk = order_np[lo : lo + step]
                 self._kernel(chunk, joint, sums, self.touched, stats)
@@ -267,7 +296,7 @@ class CompiledEdgeEpoch:
                 total.updates += int(stats[2])
                 up.seen = int(stats[4])
                 pbar.update(len(chunk))
-                if self.mapped:
+                if by_maps:
                     release_pages()
         if journal:
             for name, mask in zip(("node", "edge"), self.touched, strict=True):
