@@ -38,7 +38,8 @@ PERCEPTRON, PASSIVE_AGGRESSIVE, AROW = 0, 1, 2
 
 @njit(cache=True)
 def token_scores(ids, offsets, values, weighted, t0, t1, node, out):  # pragma: no cover - jit
-    """out[t - t0, j] = s_t(j) for tokens t0..t1-1 (summed in CSR order, as EmbeddingBag)."""
+    """out[t - t0, j] = s_t(j) for tokens t0..t1-1 (summed in CSR order, as EmbeddingBag); the
+    rows of ``node`` may be of any width (the joint node | edge rows: ``edge_chain_kernels``)."""
     L = node.shape[1]
     for t in range(t0, t1):
         r = t - t0
@@ -75,9 +76,15 @@ def viterbi(scores, T, trans, alpha, nxt, bp, path):  # pragma: no cover - jit
             bp[t, j] = arg
         for j in range(L):
             alpha[j] = nxt[j]
+    backtrace(alpha, bp, T, path)
+
+
+@njit(cache=True)
+def backtrace(alpha, bp, T, path):  # pragma: no cover - jit
+    """path[:T] from the last alpha [L] (its first maximum) and the back-pointers bp [T, L]."""
     y = 0
     best = alpha[0]
-    for j in range(1, L):
+    for j in range(1, alpha.shape[0]):
         if alpha[j] > best:
             best = alpha[j]
             y = j

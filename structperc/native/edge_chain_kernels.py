@@ -4,7 +4,8 @@ The model is Kazama & Torisawa's Table 1 (``ChainWeights(edges=True)``): every f
 row of the joint table J [F, L + L*L], node weights J[f, j] and edge weights J[f, L + i*L + j]
 (label i followed by label j).  A token t with features f (values v_f, 1 without values) has
 node scores s_t(j) = sum_f v_f J[f, j] and edge scores a_t(i, j) = sum_f v_f J[f, L + i*L + j]
-(one pass over its features summing whole rows, as ``EmbeddingBag`` does), and a labeling y of
+(one pass over its features summing whole rows, as ``EmbeddingBag`` does:
+``chain_kernels.token_scores`` over the joint rows), and a labeling y of
 a document scores
 
     s(y) = s_0(y_0) + sum_{t>=1} (a_t(y_{t-1}, y_t) + s_t(y_t)).
@@ -28,24 +29,7 @@ from __future__ import annotations
 
 from numba import njit
 
-
-@njit(cache=True)
-def edge_token_scores(ids, offsets, values, weighted, t0, t1, joint, out):  # pragma: no cover
-    """out[t - t0, :] = the node | edge scores of tokens t0..t1-1 (rows summed in CSR order)."""
-    W = joint.shape[1]
-    for t in range(t0, t1):
-        r = t - t0
-        for j in range(W):
-            out[r, j] = 0.0
-        for k in range(offsets[t], offsets[t + 1]):
-            f = ids[k]
-            if weighted:
-                v = values[k]
-                for j in range(W):
-                    out[r, j] += joint[f, j] * v
-            else:
-                for j in range(W):
-                    out[r, j] += joint[f, j]
+from structperc.native.chain_kernels import backtrace, token_scores
 
 
 @njit(cache=True)
@@ -67,16 +51,7 @@ def edge_viterbi(scores, T, L, alpha, nxt, bp, path):  # pragma: no cover - jit
             bp[t, j] = arg
         for j in range(L):
             alpha[j] = nxt[j]
-    y = 0
-    best = alpha[0]
-    for j in range(1, L):
-        if alpha[j] > best:
-            best = alpha[j]
-            y = j
-    path[T - 1] = y
-    for t in range(T - 1, 0, -1):
-        y = bp[t, y]
-        path[t - 1] = y
+    backtrace(alpha, bp, T, path)
 
 
 @njit(cache=True)
@@ -165,7 +140,7 @@ def edge_perceptron_epoch(
         if T == 0:
             seen += 1
             continue
-        edge_token_scores(ids, offsets, values, weighted, t0, t1, joint, scores)
+        token_scores(ids, offsets, values, weighted, t0, t1, joint, scores)  # [T, L + L*L]
         edge_viterbi(scores, T, L, alpha, nxt, bp, path)
         errors = 0
         for t in range(T):

@@ -79,6 +79,24 @@ def compiled_epochs(
     return CompiledEpoch(learner, rule, structure, updater, data)
 
 
+def epoch_inputs(data: ChainData, L: int, width: int, dtype) -> tuple[tuple, np.ndarray, tuple]:
+    """A compiled epoch's views of ``data`` and its scratch arrays: (the CSR arrays of
+    ``csr_arrays``, the gold labels [N] int64, (token scores [T, width], alpha [L], next alpha
+    [L], back-pointers [T, L], path [T]) for T the longest document)."""
+    csr = csr_arrays(data.features, dtype)  # doc_offsets, ids, offsets, values, weighted
+    labels = np.asarray(data.labels.numpy(), dtype=np.int64)  # [N] (no copy)
+    lengths = np.diff(csr[0])
+    T = max(int(lengths.max()) if len(lengths) else 1, 1)
+    scratch = (
+        np.empty((T, width), dtype),
+        np.empty(L, dtype),
+        np.empty(L, dtype),
+        np.empty((T, L), np.int64),
+        np.empty(T, np.int64),
+    )
+    return csr, labels, scratch
+
+
 class CompiledEpoch:
     """One learner's epochs over one data set through ``chain_kernels.online_epoch``."""
 
@@ -89,19 +107,9 @@ class CompiledEpoch:
         self.learner, self.rule, self.updater = learner, rule, updater
         node, _ = table_arrays(updater.weights)
         dtype = node.dtype
-        self.csr = csr_arrays(data.features, dtype)  # doc_offsets, ids, offsets, values, weighted
-        self.mapped = data.features.mapped
-        self.labels = np.asarray(data.labels.numpy(), dtype=np.int64)  # [N] (no copy)
-        lengths = np.diff(self.csr[0])
-        T = max(int(lengths.max()) if len(lengths) else 1, 1)
         L = structure.num_labels
-        self.scratch = (
-            np.empty((T, L), dtype),  # scores
-            np.empty(L, dtype),  # alpha
-            np.empty(L, dtype),  # next alpha
-            np.empty((T, L), np.int64),  # back-pointers
-            np.empty(T, np.int64),  # path
-        )
+        self.csr, self.labels, self.scratch = epoch_inputs(data, L, L, dtype)
+        self.mapped = data.features.mapped
         # d's entries summed per instance: PA and AROW only (the perceptron adds d as it goes),
         # an accumulator and a mark per entry of a table, and the list of the marked ones (at
         # most two entries an occurrence of the longest instance: its gold and predicted label)
@@ -204,19 +212,9 @@ class CompiledEdgeEpoch:
         weights = structure.weights
         joint = weights.joint.weight.detach().numpy()  # [F, L + L*L] (a view: written in place)
         dtype = joint.dtype
-        self.csr = csr_arrays(data.features, dtype)  # doc_offsets, ids, offsets, values, weighted
-        self.mapped = data.features.mapped
-        self.labels = np.asarray(data.labels.numpy(), dtype=np.int64)  # [N] (no copy)
-        lengths = np.diff(self.csr[0])
-        T = max(int(lengths.max()) if len(lengths) else 1, 1)
         L = structure.num_labels
-        self.scratch = (
-            np.empty((T, joint.shape[1]), dtype),  # node | edge scores
-            np.empty(L, dtype),  # alpha
-            np.empty(L, dtype),  # next alpha
-            np.empty((T, L), np.int64),  # back-pointers
-            np.empty(T, np.int64),  # path
-        )
+        self.csr, self.labels, self.scratch = epoch_inputs(data, L, joint.shape[1], dtype)
+        self.mapped = data.features.mapped
         mask = weights.node_only
         self.node_only = np.zeros(0, np.uint8) if mask is None else mask.numpy().astype(np.uint8)
         # features read from disk: each chunk's documents copied by pread (features/store.py),
