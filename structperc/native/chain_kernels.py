@@ -38,8 +38,7 @@ PERCEPTRON, PASSIVE_AGGRESSIVE, AROW = 0, 1, 2
 
 @njit(cache=True)
 def token_scores(ids, offsets, values, weighted, t0, t1, node, out):  # pragma: no cover - jit
-    """out[t - t0, j] = s_t(j) for tokens t0..t1-1 (summed in CSR order, as EmbeddingBag); the
-    rows of ``node`` may be of any width (the joint node | edge rows: ``edge_chain_kernels``)."""
+    """out[t - t0, j] = s_t(j) for tokens t0..t1-1 (summed in CSR order, as EmbeddingBag)."""
     L = node.shape[1]
     for t in range(t0, t1):
         r = t - t0

@@ -4,8 +4,7 @@ The model is Kazama & Torisawa's Table 1 (``ChainWeights(edges=True)``): every f
 row of the joint table J [F, L + L*L], node weights J[f, j] and edge weights J[f, L + i*L + j]
 (label i followed by label j).  A token t with features f (values v_f, 1 without values) has
 node scores s_t(j) = sum_f v_f J[f, j] and edge scores a_t(i, j) = sum_f v_f J[f, L + i*L + j]
-(one pass over its features summing whole rows, as ``EmbeddingBag`` does:
-``chain_kernels.token_scores`` over the joint rows), and a labeling y of
+(one pass over its features summing whole rows, as ``EmbeddingBag`` does), and a labeling y of
 a document scores
 
     s(y) = s_0(y_0) + sum_{t>=1} (a_t(y_{t-1}, y_t) + s_t(y_t)).
@@ -13,6 +12,10 @@ a document scores
 ``edge_viterbi`` is ``decode.viterbi._token_recursion`` step for step in the table's dtype:
 alpha_t(j) = max_i alpha_{t-1}(i) + (a_t(i, j) + s_t(j)), the first maximum on ties, so a
 perceptron's integer weights give its path bit for bit.
+
+The token scores and the back-trace repeat ``chain_kernels``' on purpose: numba caches a
+compiled function by its own file, so a kernel module that called another's would keep a stale
+copy of it (``tests/test_architecture.py``).
 
 ``edge_perceptron_epoch`` runs one epoch of Collins' perceptron over the documents of ``order``
 (y' the Viterbi labeling, h the tokens labeled wrong): if h > 0, w += Phi(x, y*) - Phi(x, y'),
@@ -29,7 +32,24 @@ from __future__ import annotations
 
 from numba import njit
 
-from structperc.native.chain_kernels import backtrace, token_scores
+
+@njit(cache=True)
+def edge_token_scores(ids, offsets, values, weighted, t0, t1, joint, out):  # pragma: no cover
+    """out[t - t0, :] = the node | edge scores of tokens t0..t1-1 (rows summed in CSR order)."""
+    W = joint.shape[1]
+    for t in range(t0, t1):
+        r = t - t0
+        for j in range(W):
+            out[r, j] = 0.0
+        for k in range(offsets[t], offsets[t + 1]):
+            f = ids[k]
+            if weighted:
+                v = values[k]
+                for j in range(W):
+                    out[r, j] += joint[f, j] * v
+            else:
+                for j in range(W):
+                    out[r, j] += joint[f, j]
 
 
 @njit(cache=True)
@@ -51,7 +71,16 @@ def edge_viterbi(scores, T, L, alpha, nxt, bp, path):  # pragma: no cover - jit
             bp[t, j] = arg
         for j in range(L):
             alpha[j] = nxt[j]
-    backtrace(alpha, bp, T, path)
+    y = 0
+    best = alpha[0]
+    for j in range(1, L):
+        if alpha[j] > best:
+            best = alpha[j]
+            y = j
+    path[T - 1] = y
+    for t in range(T - 1, 0, -1):
+        y = bp[t, y]
+        path[t - 1] = y
 
 
 @njit(cache=True)
@@ -140,7 +169,7 @@ def edge_perceptron_epoch(
         if T == 0:
             seen += 1
             continue
-        token_scores(ids, offsets, values, weighted, t0, t1, joint, scores)  # [T, L + L*L]
+        edge_token_scores(ids, offsets, values, weighted, t0, t1, joint, scores)
         edge_viterbi(scores, T, L, alpha, nxt, bp, path)
         errors = 0
         for t in range(T):
