@@ -104,6 +104,14 @@ def test_a_folder_without_a_model_or_another_task_is_an_error(tmp_path, full_run
         main_from_config(cfg, tmp_path / "out")
 
 
+def test_a_training_set_read_from_disk_is_an_error_naming_the_way_out(full_run, tmp_path):
+    from structperc.data.document_store import DocumentStore
+
+    store = DocumentStore.write(tmp_path / "store", make_corpus(3, seed=6))
+    with pytest.raises(ValueError, match="read from disk .*data.stream=false"):
+        Completion.load(full_run).complete(store)
+
+
 def test_fully_labelled_data_is_left_as_it_is(full_run):
     docs = make_corpus(3, seed=5)
     assert Completion.load(full_run).complete(docs) is docs

@@ -75,15 +75,9 @@ def viterbi(scores, T, trans, alpha, nxt, bp, path):  # pragma: no cover - jit
             bp[t, j] = arg
         for j in range(L):
             alpha[j] = nxt[j]
-    backtrace(alpha, bp, T, path)
-
-
-@njit(cache=True)
-def backtrace(alpha, bp, T, path):  # pragma: no cover - jit
-    """path[:T] from the last alpha [L] (its first maximum) and the back-pointers bp [T, L]."""
     y = 0
     best = alpha[0]
-    for j in range(1, alpha.shape[0]):
+    for j in range(1, L):
         if alpha[j] > best:
             best = alpha[j]
             y = j

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from structperc.data.document import Document
+from structperc.data.document_store import StoredDocuments
 from structperc.data.partial import has_partial, is_partial
 from structperc.model.files import model_digest
 
@@ -57,6 +58,12 @@ class Completion:
         model's best labeling under its known labels (copies; the others as they are)."""
         from structperc.inference.tagger import Tagger  # (the model's own tagging stack)
 
+        if isinstance(docs, StoredDocuments):  # (completing copies every document in memory)
+            raise ValueError(
+                "trainer.complete_with completes a training set held in memory; this one is "
+                "read from disk (data.stream): complete it with structperc-tag and a constraint "
+                "column (docs/guide/partial-labels.md), or set data.stream=false"
+            )
         partial = [d for d, doc in enumerate(docs) if has_partial(doc.tags)]
         if not partial:
             log.warning("trainer.complete_with: no training token is open; nothing to complete")
