@@ -221,7 +221,12 @@ def test_a_document_read_from_the_files_is_the_mapped_document(tmp_path):
 
 def test_a_run_from_disk_is_the_run_in_memory(tmp_path, monkeypatch):
     """``data.stream=true`` and ``false`` on the same corpus: identical model files, results
-    and predictions (the same documents, ids and order of steps)."""
+    and predictions (the same documents, ids and order of steps).  The compiled epoch works in
+    chunks of 7 documents, so from disk each next chunk is read while one is trained on
+    (``features/read_ahead.py``)."""
+    from structperc.native import online
+
+    monkeypatch.setattr(online, "CHUNK", 7)
     data = tmp_path / "data"
     data.mkdir()
     write_conll(data / "train.txt", make_corpus(60, seed=1))

@@ -20,6 +20,7 @@ and wall time.  Writes ``results.json``, ``README.md`` (the table) and ``scale.p
 memory against tokens) beside this file.
 
     .venv/bin/python experiments/scale/scale_bench.py --silver .cache/silver
+    .venv/bin/python experiments/scale/scale_bench.py --paired 3     # 30x against 1x, in turn
     .venv/bin/python experiments/scale/scale_bench.py --render-only
 """
 
@@ -57,10 +58,20 @@ def timed(command: list[str], log: Path) -> dict:
     return {"wall_s": round(wall, 1), "peak_mb": round(peak / 1024, 1)}
 
 
-def hydra_run(kind: str, corpus: Path, out: Path, iterations: int) -> dict:
-    """One training through ``python -m structperc.run`` (module docstring) into ``out``."""
-    cache = Path(tempfile.mkdtemp(prefix="scale-cache-"))
+def hydra_run(
+    kind: str,
+    corpus: Path,
+    out: Path,
+    iterations: int,
+    cache: Path | None = None,
+    extra: tuple[str, ...] = (),
+) -> dict:
+    """One training through ``python -m structperc.run`` (module docstring) into ``out``, with
+    a fresh feature cache unless ``cache`` names one to keep; ``extra``: more overrides."""
+    keep = cache is not None
+    cache = cache if keep else Path(tempfile.mkdtemp(prefix="scale-cache-"))
     common = [
+        *extra,
         "data=columns",
         f"data.train={corpus}",
         "data.columns=[token,ner]",
@@ -83,7 +94,8 @@ def hydra_run(kind: str, corpus: Path, out: Path, iterations: int) -> dict:
     try:
         measured = timed([sys.executable, "-m", "structperc.run", *args], out.with_suffix(".log"))
     finally:
-        shutil.rmtree(cache, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(cache, ignore_errors=True)
     results = json.loads((out / "results.json").read_text())
     epochs = [h["seconds"] for h in results["history"]]
     tokens = results.get("train_tokens") or tokens_of(out.with_suffix(".log"))
@@ -123,6 +135,67 @@ def measure(silver: Path, sizes: list[str], kinds: list[str], iterations: int) -
             print(f"{size} {kind}: {row.get(kind)}", flush=True)
             (HERE / "results.json").write_text(json.dumps(out, indent=1) + "\n")
     return out
+
+
+# the paired figure: each 30x epoch against the 1x one measured beside it, and 30x in memory
+PAIRED = {"1x": (), "30x": (), "30x in memory": ("data.stream=false",)}
+
+
+def paired(silver: Path, rounds: int) -> dict:
+    """The averaged perceptron at 1x, 30x (from disk, as ``data.stream=auto`` chooses) and
+    30x in memory (``data.stream=false``), one after the other, ``rounds`` times: this
+    machine's speed drifts by tens of percent over minutes, so a ratio of figures taken at
+    different times says little.  Each round's ratios, and their medians.  Features are
+    extracted once per column (a kept cache): only epochs are compared."""
+    runs = Path(tempfile.mkdtemp(prefix="scale-paired-"))
+    caches = {name: runs / f"cache-{k}" for k, name in enumerate(PAIRED)}
+    table = []
+    for r in range(rounds):
+        row = {}
+        for name, extra in PAIRED.items():
+            corpus = silver / f"silver{name.split()[0]}.txt"
+            out = runs / f"{name.replace(' ', '_')}-{r}"
+            res = hydra_run("ap", corpus, out, 0, cache=caches[name], extra=extra)
+            keep = ("us_per_token_epoch", "epoch_s", "peak_mb", "streamed", "load", "command")
+            row[name] = {k: res[k] for k in keep}
+            print(f"round {r + 1}/{rounds} {name}: {row[name]}", flush=True)
+        us = {name: row[name]["us_per_token_epoch"] for name in PAIRED}
+        row["ratios"] = {
+            "30x / 1x": round(us["30x"] / us["1x"], 3),
+            "30x in memory / 1x": round(us["30x in memory"] / us["1x"], 3),
+            "30x / 30x in memory": round(us["30x"] / us["30x in memory"], 3),
+        }
+        table.append(row)
+    shutil.rmtree(runs, ignore_errors=True)
+    ratios = [row["ratios"] for row in table]
+    medians = {k: sorted(r[k] for r in ratios)[len(ratios) // 2] for k in ratios[0]}
+    return {"rounds": table, "medians": medians, "machine": machine()}
+
+
+def render_paired(result: dict) -> list[str]:
+    lines = [
+        "",
+        "## 30x against 1x, measured in alternation (`--paired N`)",
+        "",
+        "The averaged perceptron's us / token / epoch (median of its 3 epochs) at 1x (in "
+        "memory), 30x (from disk) and 30x with `data.stream=false`, one run after the other, "
+        "each round; features extracted once per column. Machine: "
+        f"{result['machine']}.",
+        "",
+        "| round | 1x | 30x | 30x in memory | 30x / 1x | 30x in memory / 1x |"
+        " 30x / 30x in memory | 30x peak MB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for k, row in enumerate(result["rounds"]):
+        us = [row[name]["us_per_token_epoch"] for name in PAIRED]
+        ratios = list(row["ratios"].values())
+        lines.append(
+            f"| {k + 1} | {' | '.join(str(u) for u in us)} | "
+            f"{' | '.join(f'{x:.2f}' for x in ratios)} | {row['30x']['peak_mb']:,} |"
+        )
+    med = list(result["medians"].values())
+    lines.append(f"| median | | | | {' | '.join(f'**{x:.2f}**' for x in med)} | |")
+    return lines
 
 
 def machine() -> dict:
@@ -169,6 +242,8 @@ def render(results: dict) -> str:
         "machine line is the last invocation's.  The scikit-learn face against python-crfsuite: "
         "`face_memory/README.md`.",
     ]
+    if "paired" in results:
+        lines += render_paired(results["paired"])
     return "\n".join(lines) + "\n"
 
 
@@ -206,9 +281,21 @@ def main() -> None:
     parser.add_argument("--kinds", default="ap,crf", help="ap, crf or both")
     parser.add_argument("--crf-iterations", type=int, default=10)
     parser.add_argument("--render-only", action="store_true")
+    parser.add_argument(
+        "--paired",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only the averaged perceptron at 1x, 30x and 30x in memory, in turn, N rounds "
+        "(the 30x / 1x figure on a machine whose speed drifts); kept beside the size table",
+    )
     args = parser.parse_args()
     if args.render_only:
         results = json.loads((HERE / "results.json").read_text())
+    elif args.paired:
+        results = json.loads((HERE / "results.json").read_text())
+        results["paired"] = paired(args.silver, args.paired)
+        (HERE / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     else:
         results = measure(
             args.silver, args.sizes.split(","), args.kinds.split(","), args.crf_iterations

@@ -23,7 +23,8 @@ beside node + edge ones: ``node_only`` ([F] bool, or None for none) names those 
 weights stay zero because no update or gradient writes them (``updates.path_delta``, the CRF's
 objective).  ``tables()`` names the node and edge tables in both layouts; code that addresses an
 entry by its flat (row-major) index goes through ``flat_at``, which also serves the strided
-views.  Tables start at zero (not PyTorch's N(0, 1)).  No autograd: learners write the tables
+views.  Tables start at zero (not PyTorch's N(0, 1)), in memory that may take 2 MB pages
+(``huge_pages.py``).  No autograd: learners write the tables
 directly (``updates.py``).
 """
 
@@ -33,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from structperc.model import huge_pages
 from structperc.model.batch import FeatureBatch
 
 
@@ -46,15 +48,10 @@ class ChainWeights(nn.Module):
         self.edges = edges
         L = len(labels)
         if edges:  # node | edge weights of each feature in one row
-            self.joint = nn.EmbeddingBag(num_features, L + L * L, mode="sum")
-            bags = [self.joint]
+            self.joint = zero_bag(num_features, L + L * L)
         else:
-            self.node = nn.EmbeddingBag(num_features, L, mode="sum")
-            self.edge = nn.EmbeddingBag(1, L * L, mode="sum")
-            bags = [self.node, self.edge]
-        for table in bags:
-            table.weight.requires_grad_(False)
-            nn.init.zeros_(table.weight)
+            self.node = zero_bag(num_features, L)
+            self.edge = zero_bag(1, L * L)
         self.node_only: Tensor | None = None  # [F] bool: rows without edge weights
 
     def set_node_only(self, mask) -> ChainWeights:
@@ -113,6 +110,13 @@ class ChainWeights(nn.Module):
     def potentials(self, batch: FeatureBatch) -> Tensor:
         """Potentials [B, T, L, L] of a padded batch (``chain_potentials``)."""
         return chain_potentials(*self.token_scores(batch), batch)
+
+
+def zero_bag(rows: int, width: int) -> nn.EmbeddingBag:
+    """An ``EmbeddingBag(rows, width)`` of zeros, without autograd, its table in memory that
+    may take huge pages (``huge_pages.zeros``: the steps read and write its rows at random)."""
+    table = huge_pages.zeros((rows, width))
+    return nn.EmbeddingBag(rows, width, mode="sum", _weight=table).requires_grad_(False)
 
 
 def table_sums(

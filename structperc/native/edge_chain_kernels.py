@@ -131,7 +131,7 @@ def _edge_delta(t0, T, gold, path, ids, offsets, values, weighted, L, joint, tab
                 _write(joint, f, L + pair, sums_edge, at, touched_edge, sign * v, seen, avg)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # (the next chunk is read meanwhile: features/read_ahead.py)
 def edge_perceptron_epoch(
     order,
     doc_offsets,

@@ -26,6 +26,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from structperc.features.read_ahead import read_ahead
 from structperc.features.store import SHUFFLED_RELEASE_EVERY, release_pages
 from structperc.learn.arow import AROW
 from structperc.learn.base import Learner, StepStats
@@ -217,18 +218,21 @@ class CompiledEdgeEpoch:
         self.mapped = data.features.mapped
         mask = weights.node_only
         self.node_only = np.zeros(0, np.uint8) if mask is None else mask.numpy().astype(np.uint8)
-        # features read from disk: each chunk's documents copied by pread (features/store.py),
+        # features read from disk: each chunk's documents copied by pread (features/store.py), the
+        # next chunk while the kernel runs this one (features/read_ahead.py),
         # the document bounds in memory
         self.files = data.features.files if self.mapped else None
         self.doc_offsets = np.array(self.csr[0]) if self.files is not None else None
         self.size = (joint.shape[0] * L, joint.shape[0] * L * L)  # the node and edge entries
         self.touched = (np.zeros(0, np.uint8), np.zeros(0, np.uint8))
 
-    def _kernel(self, chunk, joint, sums, touched, stats) -> None:
+    def _kernel(self, chunk, joint, sums, touched, stats, read=None) -> None:
+        """The kernel over the documents ``chunk``: in ``self.csr``, or, read from disk, in
+        ``read`` (``_read(chunk)``'s arrays, in the chunk's order)."""
         up = self.updater
         csr, labels = self.csr, self.labels
         if self.files is not None:  # the chunk's documents, read without the maps
-            csr, labels = self._read(chunk)
+            csr, labels = read if read is not None else self._read(chunk)
             chunk = np.arange(len(chunk), dtype=np.int64)
         self.kernels.edge_perceptron_epoch(
             chunk, *csr, labels, joint, sums[0], sums[1], up.average, up.seen,
@@ -286,9 +290,13 @@ class CompiledEdgeEpoch:
         with bar(None, total=len(order), enabled=progress, desc=desc, unit="doc") as pbar:
             by_maps = self.mapped and self.files is None  # (features/store.py)
             step = SHUFFLED_RELEASE_EVERY if by_maps else CHUNK
-            for lo in range(0, len(order_np), step):
-                chunk = order_np[lo : lo + step]
-                self._kernel(chunk, joint, sums, self.touched, stats)
+            chunks = [order_np[lo : lo + step] for lo in range(0, len(order_np), step)]
+            if self.files is not None:  # the next chunk read while the kernel runs this one
+                work = read_ahead(chunks, self._read)
+            else:
+                work = ((chunk, None) for chunk in chunks)
+            for chunk, read in work:
+                self._kernel(chunk, joint, sums, self.touched, stats, read)
                 total.tokens += int(stats[0])
                 total.errors += int(stats[1])
                 total.updates += int(stats[2])
