@@ -21,8 +21,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from structperc.model import huge_pages
 from structperc.model.batch import FeatureBatch, csr_positions
+from structperc.model.huge_pages import zeros_like as huge_page_zeros_like
 from structperc.model.weights import ChainWeights, flat_at
 
 
@@ -146,7 +146,7 @@ class Updater:
         self.average = average
         self.seen = 0  # instances completed
         tables = weights.tables().items()  # (sums in memory that may take huge pages)
-        self.sums = {n: huge_pages.zeros_like(t) for n, t in tables} if average else {}
+        self.sums = {n: huge_page_zeros_like(t) for n, t in tables} if average else {}
         self.history: list[tuple[int, SparseDelta]] | None = [] if record else None
         # (table, flat indices) of every update while a list: parameter mixing reads it
         self.journal: list[tuple[str, Tensor]] | None = None

@@ -34,8 +34,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from structperc.model import huge_pages
 from structperc.model.batch import FeatureBatch
+from structperc.model.huge_pages import zeros as huge_page_zeros
 
 
 class ChainWeights(nn.Module):
@@ -115,7 +115,7 @@ class ChainWeights(nn.Module):
 def zero_bag(rows: int, width: int) -> nn.EmbeddingBag:
     """An ``EmbeddingBag(rows, width)`` of zeros, without autograd, its table in memory that
     may take huge pages (``huge_pages.zeros``: the steps read and write its rows at random)."""
-    table = huge_pages.zeros((rows, width))
+    table = huge_page_zeros((rows, width))
     return nn.EmbeddingBag(rows, width, mode="sum", _weight=table).requires_grad_(False)
 
 
