@@ -16,6 +16,10 @@ Linux backs a mapping by huge pages on its first touch when the mapping asks for
 is ignored, or unavailable, and these are ordinary zeroed tensors.  An anonymous mapping starts
 zeroed, so ``zeros`` touches no page itself: each is faulted in, huge where it can be, by its
 first write.  Small tables (below ``MIN_BYTES``) take ``torch.zeros``.
+
+The cost is memory: a table written sparsely becomes resident 2 MB at a time, up to its whole
+size, where 4 KB pages would hold only the rows written.  Measured on the averaged perceptron at
+1x CoNLL-2003's size (82 MB of weights, 74 MB of edge sums): a peak of 1,023 MB against 873.
 """
 
 from __future__ import annotations
