@@ -1,60 +1,59 @@
-"""``read_ahead``: every chunk with its read, in order, the next read on another thread; and
-``huge_pages.zeros``: zeroed tables, whatever pages the system gives them."""
+"""``prefetched``: every item in order, the next ones made on another thread, a bounded number
+ahead; and ``huge_pages.zeros``: zeroed tables, whatever pages the system gives them."""
 
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 import torch
 
-from structperc.features.read_ahead import read_ahead
+from structperc.features.read_ahead import prefetched
 from structperc.model import huge_pages
 from structperc.model.weights import ChainWeights
 
 
-def test_every_chunk_comes_with_its_read_in_order():
-    seen_on = []
+def test_every_item_comes_in_order_made_on_the_read_ahead_thread():
+    made_on = []
 
-    def read(chunk):
-        seen_on.append(threading.current_thread().name)
-        return [x * 10 for x in chunk]
+    def made(items):
+        for x in items:
+            made_on.append(threading.current_thread().name)
+            yield x * 10
 
-    chunks = [[1, 2], [3], [4, 5, 6]]
-    assert list(read_ahead(chunks, read)) == [
-        ([1, 2], [10, 20]),
-        ([3], [30]),
-        ([4, 5, 6], [40, 50, 60]),
-    ]
-    assert all(name.startswith("read-ahead") for name in seen_on)
-    assert list(read_ahead([], read)) == []
+    assert list(prefetched(made([1, 2, 3]), depth=1)) == [10, 20, 30]
+    assert made_on == ["read-ahead"] * 3
+    assert list(prefetched(made([]), depth=1)) == []
 
 
-def test_the_next_read_runs_while_a_chunk_is_worked_on_and_no_further():
+def test_the_next_items_are_made_while_one_is_worked_on_and_no_further():
     started = []
-    next_started = threading.Event()
+    third = threading.Event()
 
-    def read(chunk):
-        started.append(chunk)
-        if chunk == 1:
-            next_started.set()
-        return chunk
+    def made():
+        for k in range(10):
+            started.append(k)
+            if k == 2:
+                third.set()
+            yield k
 
-    work = read_ahead([0, 1, 2, 3], read)
-    assert next(work) == (0, 0)
-    assert next_started.wait(5)  # chunk 1 is read while chunk 0 is in the caller's hands
-    assert started == [0, 1]  # and not chunk 2: at most two chunks at a time
-    assert [c for c, _ in work] == [1, 2, 3]
+    work = prefetched(made(), depth=1)
+    assert next(work) == 0
+    assert third.wait(5)  # items 1 and 2 are made while item 0 is in the caller's hands
+    time.sleep(0.3)
+    assert started == [0, 1, 2]  # one waiting, one made and blocked: no further
+    assert list(work) == list(range(1, 10))
 
 
-def test_an_error_of_the_read_is_raised_at_its_chunk():
-    def read(chunk):
-        if chunk == 2:
-            raise OSError("short read")
-        return chunk
+def test_an_error_of_the_maker_is_raised_at_its_item():
+    def made():
+        yield 0
+        yield 1
+        raise OSError("short read")
 
-    work = read_ahead([0, 1, 2], read)
-    assert next(work) == (0, 0) and next(work) == (1, 1)
+    work = prefetched(made(), depth=1)
+    assert next(work) == 0 and next(work) == 1
     with pytest.raises(OSError, match="short read"):
         next(work)
 

@@ -34,6 +34,7 @@ from structperc.data.text import entity_spans, read_text
 from structperc.distributed import SERIAL, Group, contiguous_shards
 from structperc.eval.chunks import evaluate
 from structperc.eval.tokens import token_scores
+from structperc.features.read_ahead import prefetched
 from structperc.inference.column_tagger import ColumnTagger
 from structperc.inference.formats import (
     BATCH_TOKENS,
@@ -50,7 +51,6 @@ from structperc.inference.formats import (
 )
 from structperc.inference.tagger import Tagger
 from structperc.inference.token_batch import WINDOW_TOKENS
-from structperc.inference.workers import prefetched
 from structperc.io import refuse_overwriting_input, write_output_pieces
 from structperc.plugins import import_plugins
 

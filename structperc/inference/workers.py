@@ -3,16 +3,14 @@
 The compiled kernels release the GIL (``nogil``), so a batch's distinct words, sentences or
 windows cut into runs of about equal size (``runs``) are decoded side by side, one run a thread
 (``run``: the calling thread takes the last one).  One thread: everything runs in the caller.
-``prefetched`` makes the items of an iterator (batches of text, read and tokenized) in a thread
-ahead of their use.
+(The next batch of text is read and tokenized ahead of its use by ``features/read_ahead.py``'s
+``prefetched``.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from queue import Full, Queue
-from threading import Event, Thread
 
 import numpy as np
 
@@ -45,39 +43,3 @@ class Workers:
         jobs[-1]()
         for future in futures:
             future.result()
-
-
-def prefetched(items: Iterable, depth: int = 2) -> Iterator:
-    """``items`` made in a thread of their own, at most ``depth`` ahead of their use (reading and
-    tokenizing the next batch while the kernels decode this one); an error there raises here."""
-    queue: Queue = Queue(depth)
-    done = object()
-    stop = Event()
-
-    def make() -> None:
-        try:
-            for item in items:
-                while not stop.is_set():
-                    try:
-                        queue.put((True, item), timeout=0.1)
-                        break
-                    except Full:
-                        continue
-                if stop.is_set():
-                    return
-            queue.put((True, done))
-        except BaseException as err:  # (raised again in the consumer)
-            queue.put((False, err))
-
-    thread = Thread(target=make, daemon=True)
-    thread.start()
-    try:
-        while True:
-            ok, item = queue.get()
-            if not ok:
-                raise item
-            if item is done:
-                return
-            yield item
-    finally:
-        stop.set()

@@ -26,7 +26,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from structperc.features.read_ahead import read_ahead
+from structperc.features.read_ahead import prefetched
 from structperc.features.store import SHUFFLED_RELEASE_EVERY, release_pages
 from structperc.learn.arow import AROW
 from structperc.learn.base import Learner, StepStats
@@ -219,8 +219,8 @@ class CompiledEdgeEpoch:
         mask = weights.node_only
         self.node_only = np.zeros(0, np.uint8) if mask is None else mask.numpy().astype(np.uint8)
         # features read from disk: each chunk's documents copied by pread (features/store.py), the
-        # next chunk while the kernel runs this one (features/read_ahead.py),
-        # the document bounds in memory
+        # next ones while the kernel runs this one (features/read_ahead.py), the document bounds
+        # in memory
         self.files = data.features.files if self.mapped else None
         self.doc_offsets = np.array(self.csr[0]) if self.files is not None else None
         self.size = (joint.shape[0] * L, joint.shape[0] * L * L)  # the node and edge entries
@@ -291,8 +291,8 @@ class CompiledEdgeEpoch:
             by_maps = self.mapped and self.files is None  # (features/store.py)
             step = SHUFFLED_RELEASE_EVERY if by_maps else CHUNK
             chunks = [order_np[lo : lo + step] for lo in range(0, len(order_np), step)]
-            if self.files is not None:  # the next chunk read while the kernel runs this one
-                work = read_ahead(chunks, self._read)
+            if self.files is not None:  # the next chunks read while the kernel runs this one
+                work = prefetched(((chunk, self._read(chunk)) for chunk in chunks), depth=1)
             else:
                 work = ((chunk, None) for chunk in chunks)
             for chunk, read in work:
